@@ -1,0 +1,19 @@
+/* Strict parsers for the values the kernel prints. Each accepts one value
+ * with optional surrounding whitespace (sysfs ends values with '\n') and
+ * returns 0, or -EINVAL for empty or garbage text, -ERANGE for overflow.
+ * ret_* is set only on success. */
+#pragma once
+
+#include <stdint.h>
+
+int parse_u64(const char *s, uint64_t *ret);
+int parse_i64(const char *s, int64_t *ret);
+/* Like parse_u64, with base 0 semantics: "0x0c0330" and "12" both work. */
+int parse_u64_any(const char *s, uint64_t *ret);
+int parse_double(const char *s, double *ret);
+int parse_bool01(const char *s, int *ret); /* "0"/"1", "N"/"Y" */
+
+/* Remove trailing whitespace in place; returns s. */
+char *strip_trailing(char *s);
+/* Skip leading whitespace. */
+const char *skip_space(const char *s);

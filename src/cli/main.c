@@ -1,0 +1,42 @@
+/* watt: measure where a Linux server's power goes, act on it, undo it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "cli/verbs.h"
+#include "config.h"
+
+static const struct verb verbs[] = {
+    {"report", verb_report, "where the power goes: power, C-states, frequency, wake-ups, devices"},
+    {"snapshot", verb_snapshot, "record exactly the files watt reads into a tar, for --root"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: watt [--version] [--help] VERB [OPTIONS]\n\nverbs:\n");
+    for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+        fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
+    fprintf(f, "\nEvery verb takes --help, --root DIR (or $WATT_ROOT) and, where it reads, "
+               "--json.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (streq(argv[1], "--version")) {
+        printf("watt %s\n", WATT_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+        if (streq(argv[1], verbs[i].name))
+            return verbs[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "watt: unknown verb '%s' (see watt --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,270 @@
+#include "cli/report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/parse.h"
+#include "base/util.h"
+#include "cli/report_power.h"
+#include "cli/verbs.h"
+#include "config.h"
+
+static const struct report_section *const sections[] = {
+    &report_section_host,       &report_section_power,      &report_section_cstates,
+    &report_section_frequency,  &report_section_utilisation, &report_section_interrupts,
+    &report_section_devices,    &report_section_latency,    &report_section_tsc,
+    &report_section_advice,
+};
+
+const char *report_unavailable(const struct report_ctx *c, enum sampler_id id)
+{
+    return c->sense->usable[id] ? NULL : c->sense->why[id];
+}
+
+static void add_diags(struct json *j, const struct diags *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        json_object_begin(j);
+        json_kv_string(j, "where", d->v[i].where);
+        json_kv_string(j, "error", d->v[i].err ? errno_name(d->v[i].err) : NULL);
+        json_kv_string(j, "reason", d->v[i].what);
+        json_object_end(j);
+    }
+}
+
+static void problems_json(const struct report_ctx *c, struct json *j)
+{
+    json_key(j, "unavailable");
+    json_array_begin(j);
+    for (int i = 0; i < _SAMPLER_MAX; i++) {
+        if (c->sense->usable[i])
+            continue;
+        json_object_begin(j);
+        json_kv_string(j, "sampler", sampler_table[i]->name);
+        json_kv_string(j, "reason", c->sense->why[i]);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_key(j, "problems");
+    json_array_begin(j);
+    add_diags(j, &c->a->diags);
+    if (c->b)
+        add_diags(j, &c->b->diags);
+    add_diags(j, c->diags);
+    json_array_end(j);
+}
+
+void report_render_json(const struct report_ctx *c, struct json *j)
+{
+    json_object_begin(j);
+    json_kv_string(j, "schema", "watt-report/1");
+    json_kv_string(j, "watt_version", WATT_VERSION);
+    json_kv_string(j, "root", c->h->root);
+    json_kv_bool(j, "live", c->h->live);
+    json_kv_double(j, "interval_s", c->b ? c->interval_s : NAN);
+    json_kv_double(j, "sample_cost_ms", (double)c->cur->cost_ns / 1e6);
+    for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
+        json_key(j, sections[i]->key);
+        sections[i]->json(c, j);
+    }
+    problems_json(c, j);
+    json_object_end(j);
+}
+
+static void text_diags(struct strbuf *out, const struct diags *d, size_t *shown)
+{
+    for (size_t i = 0; i < d->n; i++, (*shown)++) {
+        if (*shown == 40) {
+            strbuf_append(out, "  ... more in --json\n");
+        }
+        if (*shown >= 40)
+            continue;
+        strbuf_appendf(out, "  %s: %s\n", d->v[i].where, d->v[i].what);
+    }
+}
+
+void report_render_text(const struct report_ctx *c, struct strbuf *out)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
+        strbuf_appendf(out, "%s%s\n", i ? "\n" : "", sections[i]->title);
+        sections[i]->text(c, out);
+    }
+    size_t total = c->a->diags.n + (c->b ? c->b->diags.n : 0) + c->diags->n;
+    strbuf_append(out, "\nNot measured here\n");
+    for (int i = 0; i < _SAMPLER_MAX; i++)
+        if (!c->sense->usable[i])
+            strbuf_appendf(out, "  %-9s %s\n", sampler_table[i]->name, c->sense->why[i]);
+    if (total) {
+        size_t shown = 0;
+        strbuf_appendf(out, "\nProblems (%zu): these values are absent from the report\n", total);
+        text_diags(out, &c->a->diags, &shown);
+        if (c->b)
+            text_diags(out, &c->b->diags, &shown);
+        text_diags(out, c->diags, &shown);
+    }
+}
+
+static void report_usage(FILE *f)
+{
+    fputs("usage: watt report [--interval SECONDS] [--json] [--root DIR] [--per-cpu]\n"
+          "                   [--model FILE] [--pue X]\n"
+          "\n"
+          "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
+          "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
+          "devices that never sleep, latency constraints and the TSC, with what you could do.\n"
+          "\n"
+          "  -i, --interval S   seconds between the two samples (0..3600)\n"
+          "  -j, --json         one JSON document (schema: docs/report-json.md)\n"
+          "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
+          "  -p, --per-cpu      text: a line per CPU even on large machines\n"
+          "  -m, --model FILE   power model for machines without a meter\n"
+          "      --pue X        facility watts per IT watt (default from the model, 1.5)\n",
+          f);
+}
+
+struct report_opts {
+    double interval;
+    bool json, per_cpu;
+    const char *root, *model;
+    double pue;
+};
+
+static int parse_opts(int argc, char **argv, struct report_opts *o)
+{
+    static const struct option opts[] = {
+        {"interval", required_argument, NULL, 'i'}, {"json", no_argument, NULL, 'j'},
+        {"root", required_argument, NULL, 'r'},     {"per-cpu", no_argument, NULL, 'p'},
+        {"model", required_argument, NULL, 'm'},    {"pue", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},           {0},
+    };
+    *o = (struct report_opts){.interval = 1.0, .pue = NAN};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "i:jr:pm:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'i':
+            if (parse_double(optarg, &o->interval) < 0 || o->interval < 0 ||
+                o->interval > 3600) {
+                fprintf(stderr, "watt report: --interval '%s': want seconds in 0..3600\n",
+                        optarg);
+                return -EINVAL;
+            }
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 'r':
+            o->root = optarg;
+            break;
+        case 'p':
+            o->per_cpu = true;
+            break;
+        case 'm':
+            o->model = optarg;
+            break;
+        case 'P':
+            if (parse_double(optarg, &o->pue) < 0 || o->pue < 1.0 || o->pue > 10.0) {
+                fprintf(stderr, "watt report: --pue '%s': want a number in 1.0..10.0\n", optarg);
+                return -EINVAL;
+            }
+            break;
+        case 'h':
+            report_usage(stdout);
+            return 1;
+        default:
+            report_usage(stderr);
+            return -EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "watt report: unexpected argument '%s'\n", argv[optind]);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int load_model(const struct report_opts *o, struct power_model *m)
+{
+    model_default(m);
+    if (o->model) {
+        _cleanup_free_ char *err = NULL;
+        if (model_load(o->model, m, &err) < 0) {
+            fprintf(stderr, "watt report: %s\n", err);
+            return -EINVAL;
+        }
+    }
+    if (!isnan(o->pue))
+        m->pue = o->pue;
+    return 0;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+int verb_report(int argc, char **argv)
+{
+    struct report_opts o;
+    int r = parse_opts(argc, argv, &o);
+    if (r != 0)
+        return r > 0 ? 0 : 2;
+    struct power_model model;
+    if (load_model(&o, &model) < 0)
+        return 2;
+
+    struct host *h;
+    if (cli_open_host(o.root, &h) < 0)
+        return 1;
+    struct sense *sense;
+    sense_open(h, &sense);
+    struct sample *a = NULL, *b = NULL;
+    sense_sample(sense, &a);
+    if (o.interval > 0) {
+        sleep_s(o.interval);
+        sense_sample(sense, &b);
+    }
+
+    struct diags diags = {0};
+    struct report_ctx c = {
+        .h = h,
+        .sense = sense,
+        .a = a,
+        .b = b,
+        .cur = b ? b : a,
+        .interval_s = b ? (double)(b->mono_ns - a->mono_ns) / 1e9 : 0,
+        .per_cpu = o.per_cpu,
+        .diags = &diags,
+    };
+    struct power_summary ps;
+    report_power_build(&c, &model, &ps);
+    c.power = &ps;
+
+    if (o.json) {
+        struct json j;
+        json_init(&j, true);
+        report_render_json(&c, &j);
+        fputs(strbuf_str(&j.out), stdout);
+        fputc('\n', stdout);
+        json_free(&j);
+    } else {
+        struct strbuf out = {0};
+        report_render_text(&c, &out);
+        fputs(strbuf_str(&out), stdout);
+        strbuf_free(&out);
+    }
+    power_summary_free(&ps);
+    diags_free(&diags);
+    sample_free(a);
+    sample_free(b);
+    sense_close(sense);
+    host_close(h);
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* `watt report`: two samples the interval apart, rendered as sections of
+ * text (fits 100 columns) or one JSON document (docs/report-json.md). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "base/diag.h"
+#include "base/json.h"
+#include "base/strbuf.h"
+#include "model/power.h"
+#include "sense/sampler.h"
+
+#define REPORT_WIDTH 100
+
+struct report_ctx {
+    struct host *h;
+    const struct sense *sense;
+    const struct sample *a;   /* the first sample */
+    const struct sample *b;   /* the second; NULL when --interval 0 */
+    const struct sample *cur; /* b ? b : a: static values come from here */
+    double interval_s;        /* measured between a and b; 0 without b */
+    bool per_cpu;             /* text: every CPU, not only per-package lines */
+    const struct power_summary *power;
+    struct diags *diags; /* problems found while computing rates */
+};
+
+struct report_section {
+    const char *key;   /* JSON member name */
+    const char *title; /* text heading */
+    void (*json)(const struct report_ctx *c, struct json *j); /* writes one value */
+    void (*text)(const struct report_ctx *c, struct strbuf *out);
+};
+
+/* Sections, in report order; each in its own report_*.c. */
+extern const struct report_section report_section_host;
+extern const struct report_section report_section_power;
+extern const struct report_section report_section_cstates;
+extern const struct report_section report_section_frequency;
+extern const struct report_section report_section_utilisation;
+extern const struct report_section report_section_interrupts;
+extern const struct report_section report_section_devices;
+extern const struct report_section report_section_latency;
+extern const struct report_section report_section_tsc;
+extern const struct report_section report_section_advice;
+
+/* A sampler that could not run here: its reason, else NULL. */
+const char *report_unavailable(const struct report_ctx *c, enum sampler_id id);
+
+/* Render the whole report. */
+void report_render_text(const struct report_ctx *c, struct strbuf *out);
+void report_render_json(const struct report_ctx *c, struct json *j);
+
+int verb_report(int argc, char **argv);

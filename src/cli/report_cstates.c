@@ -1,0 +1,13 @@
+/* PLACEHOLDER section cstates */
+#include "cli/report.h"
+
+static void sj(const struct report_ctx *c, struct json *j)
+{
+    json_null(j);
+}
+
+static void st(const struct report_ctx *c, struct strbuf *out)
+{
+}
+
+const struct report_section report_section_cstates = {"cstates", "cstates", sj, st};

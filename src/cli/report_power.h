@@ -1,0 +1,9 @@
+#pragma once
+
+#include "cli/report.h"
+#include "model/model.h"
+#include "model/power.h"
+
+/* Gather the measured channels and the model's estimate into ps. */
+void report_power_build(const struct report_ctx *c, const struct power_model *m,
+                        struct power_summary *ps);

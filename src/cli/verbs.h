@@ -1,0 +1,16 @@
+/* The verb table of `watt` (systemd-style): each verb in its own file. */
+#pragma once
+
+struct verb {
+    const char *name;
+    int (*fn)(int argc, char **argv); /* argv[0] is the verb */
+    const char *help;                 /* one line for `watt --help` */
+};
+
+int verb_report(int argc, char **argv);
+int verb_snapshot(int argc, char **argv);
+
+/* Shared option handling: opens the root for --root DIR / $WATT_ROOT and
+ * prints a clear error naming it on failure. */
+struct host;
+int cli_open_host(const char *root, struct host **ret);

@@ -1,0 +1,116 @@
+#include "fault.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/parse.h"
+#include "base/util.h"
+
+static const struct {
+    const char *name;
+    int err;
+} errnos[] = {
+    {"EACCES", EACCES}, {"EPERM", EPERM},   {"EIO", EIO},     {"ENOENT", ENOENT},
+    {"ENODATA", ENODATA}, {"EINVAL", EINVAL}, {"EBUSY", EBUSY}, {"ENODEV", ENODEV},
+};
+
+static int parse_fault(char *line, struct host_fault *f)
+{
+    char *path = strtok(line, " \t");
+    char *action = strtok(NULL, " \t");
+    char *opt = strtok(NULL, " \t");
+    if (!path || !action)
+        return -EBADMSG;
+    *f = (struct host_fault){.from = 1};
+    static const char *const prefixes[] = {"sys/", "proc/", "dev/"};
+    bool found = false;
+    for (int d = 0; d < 3; d++) {
+        size_t l = strlen(prefixes[d]);
+        if (strncmp(path, prefixes[d], l) == 0) {
+            f->dir = (enum host_dir)d;
+            f->path = xstrdup(path + l);
+            found = true;
+        }
+    }
+    if (!found)
+        return -EBADMSG;
+    if (action[0] == '=') {
+        f->value = xasprintf("%s\n", action + 1);
+    } else {
+        for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
+            if (streq(action, errnos[i].name))
+                f->err = errnos[i].err;
+        if (!f->err)
+            goto bad;
+    }
+    if (opt) {
+        uint64_t from;
+        if (strncmp(opt, "from=", 5) != 0 || parse_u64(opt + 5, &from) < 0 || from == 0 ||
+            from > 1000000)
+            goto bad;
+        f->from = (unsigned)from;
+    }
+    if (strtok(NULL, " \t"))
+        goto bad;
+    return 0;
+bad:
+    free(f->path);
+    free(f->value);
+    return -EBADMSG;
+}
+
+int fault_load(int rootfd, struct host_fault **ret, size_t *ret_n)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    int fd = openat(rootfd, "watt-faults", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    _cleanup_fclose_ FILE *fp = fdopen(fd, "r");
+    if (!fp) {
+        close(fd);
+        return -errno;
+    }
+    struct host_fault *v = NULL;
+    size_t n = 0, cap = 0;
+    char line[4096];
+    while (fgets(line, sizeof(line), fp)) {
+        strip_trailing(line);
+        const char *s = skip_space(line);
+        if (!*s || *s == '#')
+            continue;
+        v = grow_array(v, sizeof(*v), n, &cap);
+        int r = parse_fault(line, &v[n]);
+        if (r < 0) {
+            fault_free(v, n);
+            return r;
+        }
+        n++;
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+struct host_fault *fault_match(struct host_fault *v, size_t n, enum host_dir d, const char *path)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].dir != d || !streq(v[i].path, path))
+            continue;
+        v[i].seen++;
+        return v[i].seen >= v[i].from ? &v[i] : NULL;
+    }
+    return NULL;
+}
+
+void fault_free(struct host_fault *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].path);
+        free(v[i].value);
+    }
+    free(v);
+}

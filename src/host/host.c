@@ -1,0 +1,411 @@
+#include "host.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/util.h"
+#include "host/fault.h"
+
+#define HOST_MAX_FILE (64u << 20)
+
+static const char *const dir_names[_HOST_DIR_MAX] = {
+    [HOST_SYS] = "sys",
+    [HOST_PROC] = "proc",
+    [HOST_DEV] = "dev",
+    [HOST_ROOTDIR] = "",
+};
+
+const char *host_dir_name(enum host_dir d)
+{
+    return dir_names[d];
+}
+
+int host_open(const char *root, struct host **ret)
+{
+    if (!root)
+        root = getenv("WATT_ROOT");
+    if (!root || !*root)
+        root = "/";
+
+    _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return -errno;
+    char *real = realpath(root, NULL);
+    if (!real)
+        return -errno;
+
+    struct host *h = xcalloc(1, sizeof(*h));
+    h->root = xstrdup(root);
+    h->root_real = real;
+    h->live = streq(real, "/");
+    for (int d = 0; d < HOST_ROOTDIR; d++)
+        h->fd[d] = openat(rootfd, dir_names[d], O_PATH | O_DIRECTORY | O_CLOEXEC);
+    h->fd[HOST_ROOTDIR] = TAKE_FD(rootfd);
+    if (h->fd[HOST_SYS] < 0 && h->fd[HOST_PROC] < 0) {
+        host_close(h);
+        return -ENOTDIR; /* neither sys/ nor proc/: not a root at all */
+    }
+    if (!h->live) {
+        int r = fault_load(h->fd[HOST_ROOTDIR], &h->fault, &h->nfault);
+        if (r < 0) {
+            host_close(h);
+            return r;
+        }
+    }
+    *ret = h;
+    return 0;
+}
+
+void host_close(struct host *h)
+{
+    if (!h)
+        return;
+    for (int d = 0; d < _HOST_DIR_MAX; d++)
+        if (h->fd[d] >= 0)
+            close(h->fd[d]);
+    fault_free(h->fault, h->nfault);
+    free(h->root);
+    free(h->root_real);
+    free(h);
+}
+
+void host_set_recorder(struct host *h, struct host_recorder *rec)
+{
+    h->rec = rec;
+}
+
+char *host_display_path(const struct host *h, enum host_dir d, const char *path)
+{
+    const char *sep = d == HOST_ROOTDIR ? "" : "/";
+    if (h->live)
+        return xasprintf("/%s%s%s", dir_names[d], sep, path);
+    return xasprintf("%s/%s%s%s", h->root, dir_names[d], sep, path);
+}
+
+static int dirfd_of(struct host *h, enum host_dir d)
+{
+    return h->fd[d] >= 0 ? h->fd[d] : -ENOENT;
+}
+
+/* The root-relative path of an open fd, for the recorder. */
+static char *real_rel_path(struct host *h, int fd)
+{
+    char link[64], buf[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+    if (n < 0)
+        return NULL;
+    buf[n] = '\0';
+    size_t rl = strlen(h->root_real);
+    if (streq(h->root_real, "/"))
+        return xstrdup(buf + 1);
+    if (strncmp(buf, h->root_real, rl) != 0 || (buf[rl] != '/' && buf[rl] != '\0'))
+        return NULL; /* escaped the root through a symlink: do not record */
+    return xstrdup(buf[rl] ? buf + rl + 1 : "");
+}
+
+/* Record each symlink met along `path` so a replay resolves the same way. */
+static void record_links(struct host *h, enum host_dir d, const char *path)
+{
+    _cleanup_free_ char *p = xasprintf("%s/%s", dir_names[d], path);
+    for (char *s = strchr(p, '/'); ; s = strchr(s + 1, '/')) {
+        if (s)
+            *s = '\0';
+        struct stat st;
+        if (fstatat(h->fd[HOST_ROOTDIR], p, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n = readlinkat(h->fd[HOST_ROOTDIR], p, target, sizeof(target) - 1);
+            if (n >= 0) {
+                target[n] = '\0';
+                h->rec->link(h->rec->ud, p, target);
+            }
+        }
+        if (!s)
+            break;
+        *s = '/';
+    }
+}
+
+static int open_at(struct host *h, enum host_dir d, const char *path, int flags)
+{
+    int dfd = dirfd_of(h, d);
+    if (dfd < 0)
+        return dfd;
+    int fd = openat(dfd, path, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int host_read(struct host *h, enum host_dir d, const char *path, char **ret, size_t *ret_len)
+{
+    struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
+    if (f && f->err)
+        return -f->err;
+    if (f && f->value) {
+        if (ret_len)
+            *ret_len = strlen(f->value);
+        *ret = xstrdup(f->value);
+        return 0;
+    }
+
+    _cleanup_close_ int fd = open_at(h, d, path, O_RDONLY | O_NOCTTY);
+    if (fd < 0)
+        return fd;
+    struct strbuf b = {0};
+    char chunk[16384];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int r = -errno;
+            strbuf_free(&b);
+            return r;
+        }
+        if (n == 0)
+            break;
+        if (b.len + (size_t)n > HOST_MAX_FILE) {
+            strbuf_free(&b);
+            return -EFBIG;
+        }
+        strbuf_append_n(&b, chunk, (size_t)n);
+    }
+    h->nreads++;
+    if (h->rec) {
+        record_links(h, d, path);
+        _cleanup_free_ char *real = real_rel_path(h, fd);
+        if (real)
+            h->rec->file(h->rec->ud, real, strbuf_str(&b), b.len);
+    }
+    if (ret_len)
+        *ret_len = b.len;
+    *ret = strbuf_steal(&b);
+    return 0;
+}
+
+int host_read_str(struct host *h, enum host_dir d, const char *path, char **ret)
+{
+    char *s;
+    int r = host_read(h, d, path, &s, NULL);
+    if (r < 0)
+        return r;
+    if (memchr(s, '\0', strlen(s)) != NULL) {
+        free(s);
+        return -EINVAL;
+    }
+    *ret = strip_trailing(s);
+    return 0;
+}
+
+int host_read_u64(struct host *h, enum host_dir d, const char *path, uint64_t *ret)
+{
+    _cleanup_free_ char *s = NULL;
+    int r = host_read(h, d, path, &s, NULL);
+    if (r < 0)
+        return r;
+    return parse_u64(s, ret);
+}
+
+int host_read_i64(struct host *h, enum host_dir d, const char *path, int64_t *ret)
+{
+    _cleanup_free_ char *s = NULL;
+    int r = host_read(h, d, path, &s, NULL);
+    if (r < 0)
+        return r;
+    return parse_i64(s, ret);
+}
+
+int host_pread(struct host *h, enum host_dir d, const char *path, void *buf, size_t len,
+               uint64_t off)
+{
+    struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
+    if (f && f->err)
+        return -f->err;
+    _cleanup_close_ int fd = open_at(h, d, path, O_RDONLY | O_NOCTTY);
+    if (fd < 0)
+        return fd;
+    ssize_t n = pread(fd, buf, len, (off_t)off);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n != len)
+        return -EIO;
+    h->nreads++;
+    if (h->rec && off == 0) {
+        record_links(h, d, path);
+        _cleanup_free_ char *real = real_rel_path(h, fd);
+        if (real)
+            h->rec->file(h->rec->ud, real, buf, len);
+    }
+    return 0;
+}
+
+static int natural_cmp(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+int host_list(struct host *h, enum host_dir d, const char *path, char ***ret, size_t *ret_n)
+{
+    struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
+    if (f && f->err)
+        return -f->err;
+    int fd = open_at(h, d, path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return fd;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    if (h->rec) {
+        record_links(h, d, path);
+        _cleanup_free_ char *real = real_rel_path(h, fd);
+        if (real)
+            h->rec->dir(h->rec->ud, real);
+    }
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+            continue;
+        v = grow_array(v, sizeof(*v), n, &cap);
+        v[n++] = xstrdup(de->d_name);
+    }
+    closedir(dir);
+    if (n)
+        qsort(v, n, sizeof(*v), natural_cmp);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+void host_free_list(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+int host_readlink(struct host *h, enum host_dir d, const char *path, char **ret)
+{
+    int dfd = dirfd_of(h, d);
+    if (dfd < 0)
+        return dfd;
+    char buf[PATH_MAX];
+    ssize_t n = readlinkat(dfd, path, buf, sizeof(buf) - 1);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    if (h->rec)
+        record_links(h, d, path);
+    *ret = xstrdup(buf);
+    return 0;
+}
+
+int host_link_name(struct host *h, enum host_dir d, const char *path, char **ret)
+{
+    _cleanup_free_ char *target = NULL;
+    int r = host_readlink(h, d, path, &target);
+    if (r < 0)
+        return r;
+    const char *slash = strrchr(target, '/');
+    *ret = xstrdup(slash ? slash + 1 : target);
+    return 0;
+}
+
+bool host_exists(struct host *h, enum host_dir d, const char *path)
+{
+    int dfd = dirfd_of(h, d);
+    return dfd >= 0 && faccessat(dfd, path, F_OK, 0) == 0;
+}
+
+bool host_is_dir(struct host *h, enum host_dir d, const char *path)
+{
+    struct stat st;
+    int dfd = dirfd_of(h, d);
+    return dfd >= 0 && fstatat(dfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
+int host_write(struct host *h, enum host_dir d, const char *path, const char *value)
+{
+    _cleanup_close_ int fd = open_at(h, d, path, O_WRONLY | O_NOCTTY | (h->live ? 0 : O_TRUNC));
+    if (fd < 0)
+        return fd;
+    size_t len = strlen(value);
+    ssize_t n = write(fd, value, len);
+    if (n < 0)
+        return -errno;
+    return (size_t)n == len ? 0 : -EIO;
+}
+
+int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags)
+{
+    struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
+    if (f && f->err)
+        return -f->err;
+    return open_at(h, d, path, flags);
+}
+
+int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
+{
+    if (!h->live)
+        return -ENOTSUP;
+    long fd = syscall(SYS_perf_event_open, (struct perf_event_attr *)attr, pid, cpu, group_fd,
+                      PERF_FLAG_FD_CLOEXEC);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+#define FORMAT_PATH(path, fmt)                                                                     \
+    char path[PATH_MAX];                                                                           \
+    do {                                                                                           \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        int _n = vsnprintf(path, sizeof(path), fmt, ap);                                           \
+        va_end(ap);                                                                                \
+        if (_n < 0 || (size_t)_n >= sizeof(path))                                                  \
+            return -ENAMETOOLONG;                                                                  \
+    } while (0)
+
+int host_read_strf(struct host *h, enum host_dir d, char **ret, const char *fmt, ...)
+{
+    FORMAT_PATH(path, fmt);
+    return host_read_str(h, d, path, ret);
+}
+
+int host_read_u64f(struct host *h, enum host_dir d, uint64_t *ret, const char *fmt, ...)
+{
+    FORMAT_PATH(path, fmt);
+    return host_read_u64(h, d, path, ret);
+}
+
+int host_read_i64f(struct host *h, enum host_dir d, int64_t *ret, const char *fmt, ...)
+{
+    FORMAT_PATH(path, fmt);
+    return host_read_i64(h, d, path, ret);
+}
+
+bool host_existsf(struct host *h, enum host_dir d, const char *fmt, ...)
+{
+    char path[PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(path, sizeof(path), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return false;
+    return host_exists(h, d, path);
+}

@@ -1,0 +1,100 @@
+/* The one door to the kernel. Every read of /sys, /proc and /dev goes
+ * through a host handle holding directory fds opened under a root: "/" on
+ * a live machine, or a recorded tree (a fixture, a `watt snapshot`).
+ *
+ * Paths given to these functions are relative to the chosen directory
+ * ("devices/system/cpu/online" under HOST_SYS). All functions return >= 0
+ * on success and -errno on failure; ret_* are set only on success. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum host_dir {
+    HOST_SYS,
+    HOST_PROC,
+    HOST_DEV,
+    HOST_ROOTDIR, /* the root itself, for recorded metadata */
+    _HOST_DIR_MAX,
+};
+
+/* Called for every successful read, so `watt snapshot` can record exactly
+ * the files watt reads. Paths are relative to the root ("sys/...").
+ * `real` is where the file really lives after symlinks; links lists the
+ * symlinks met on the way (each "path\0target\0"). */
+struct host_recorder {
+    void (*file)(void *ud, const char *real, const void *data, size_t len);
+    void (*link)(void *ud, const char *path, const char *target);
+    void (*dir)(void *ud, const char *real);
+    void *ud;
+};
+
+struct host_fault;
+
+struct host {
+    char *root;               /* as given, owned; "/" when live */
+    char *root_real;          /* realpath of root, owned */
+    int fd[_HOST_DIR_MAX];    /* -1 when that directory is missing */
+    bool live;                /* root is the running kernel's "/" */
+    struct host_fault *fault; /* fault injection list (recorded roots only) */
+    size_t nfault;
+    struct host_recorder *rec; /* optional, borrowed */
+    uint64_t nreads;           /* statistics: files read */
+};
+
+/* root NULL means $WATT_ROOT, else "/". */
+int host_open(const char *root, struct host **ret);
+void host_close(struct host *h);
+void host_set_recorder(struct host *h, struct host_recorder *rec);
+
+/* The kernel path as a user knows it ("/sys/devices/..."), prefixed by the
+ * root when it is not "/". Owned by the caller. */
+char *host_display_path(const struct host *h, enum host_dir d, const char *path);
+
+/* Whole file, NUL-terminated (the length excludes the NUL). Files larger
+ * than 64 MiB give -EFBIG. */
+int host_read(struct host *h, enum host_dir d, const char *path, char **ret, size_t *ret_len);
+/* One value: the file with trailing whitespace removed. */
+int host_read_str(struct host *h, enum host_dir d, const char *path, char **ret);
+/* A decimal unsigned value; garbage gives -EINVAL, overflow -ERANGE. */
+int host_read_u64(struct host *h, enum host_dir d, const char *path, uint64_t *ret);
+int host_read_i64(struct host *h, enum host_dir d, const char *path, int64_t *ret);
+/* Exactly `len` bytes from offset `off` (binary files: cpu_dma_latency,
+ * msr). Short reads give -EIO. */
+int host_pread(struct host *h, enum host_dir d, const char *path, void *buf, size_t len,
+               uint64_t off);
+
+/* Names in a directory, without "." and "..", in natural order
+ * (cpu2 before cpu10). Free with host_free_list(). */
+int host_list(struct host *h, enum host_dir d, const char *path, char ***ret, size_t *ret_n);
+void host_free_list(char **list, size_t n);
+int host_readlink(struct host *h, enum host_dir d, const char *path, char **ret);
+/* The last component of a symlink's target ("ahci" for a driver link). */
+int host_link_name(struct host *h, enum host_dir d, const char *path, char **ret);
+bool host_exists(struct host *h, enum host_dir d, const char *path);
+bool host_is_dir(struct host *h, enum host_dir d, const char *path);
+
+/* Writes a value; only the tune layer's journal may call it. */
+int host_write(struct host *h, enum host_dir d, const char *path, const char *value);
+
+/* A raw fd (O_CLOEXEC) for ioctl/pread users. */
+int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags);
+
+/* perf_event_open(2). Only on a live root: a recorded tree has no PMU, so
+ * this returns -ENOTSUP there. attr is a struct perf_event_attr. */
+int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd);
+
+/* Formatted-path variants: the path is built with printf. */
+int host_read_strf(struct host *h, enum host_dir d, char **ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int host_read_u64f(struct host *h, enum host_dir d, uint64_t *ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int host_read_i64f(struct host *h, enum host_dir d, int64_t *ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+bool host_existsf(struct host *h, enum host_dir d, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prefixes used when displaying paths and in snapshots. */
+const char *host_dir_name(enum host_dir d); /* "sys", "proc", "dev", "" */

@@ -1,0 +1,142 @@
+#include "model/model.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/parse.h"
+#include "base/util.h"
+
+/* Built-in default: data/models/default.ini explains the derivation. */
+void model_default(struct power_model *m)
+{
+    *m = (struct power_model){
+        .idle_base_w = 50.0,
+        .idle_per_core_w = 0.6,
+        .active_per_core_w = 2.9,
+        .ref_ghz = 2.4,
+        .ghz_exponent = 0,
+        .error_pct = 30,
+        .pue = 1.5,
+    };
+    snprintf(m->name, sizeof(m->name), "specpower-2023");
+    snprintf(m->source, sizeof(m->source), "built-in");
+    snprintf(m->description, sizeof(m->description),
+             "2-socket x86 servers in SPECpower_ssj2008 results, 2021-2023");
+}
+
+struct parse_ctx {
+    struct power_model *m;
+    const char *origin;
+    char *err;
+};
+
+static int set_double(struct parse_ctx *p, const char *key, const char *val,
+                      double *dst, double lo, double hi)
+{
+    double v;
+    if (parse_double(val, &v) < 0 || v < lo || v > hi) {
+        p->err = xasprintf("%s = '%s': want a number in %g..%g", key, val, lo, hi);
+        return 0;
+    }
+    *dst = v;
+    return 1;
+}
+
+static int on_entry(void *user, const char *section, const char *key, const char *val)
+{
+    struct parse_ctx *p = user;
+    struct power_model *m = p->m;
+    if (p->err)
+        return 0;
+    if (!streq(section, "model")) {
+        p->err = xasprintf("unknown section [%s] (want [model])", section);
+        return 0;
+    }
+    if (streq(key, "name") || streq(key, "description")) {
+        char *dst = streq(key, "name") ? m->name : m->description;
+        size_t size = streq(key, "name") ? sizeof(m->name) : sizeof(m->description);
+        if (!*val || strlen(val) >= size) {
+            p->err = xasprintf("%s: empty or longer than %zu characters", key, size - 1);
+            return 0;
+        }
+        memcpy(dst, val, strlen(val) + 1);
+        return 1;
+    }
+    static const struct {
+        const char *key;
+        size_t off;
+        double lo, hi;
+    } nums[] = {
+        {"idle_base_w", offsetof(struct power_model, idle_base_w), 0, 100000},
+        {"idle_per_core_w", offsetof(struct power_model, idle_per_core_w), 0, 1000},
+        {"active_per_core_w", offsetof(struct power_model, active_per_core_w), 0, 1000},
+        {"ref_ghz", offsetof(struct power_model, ref_ghz), 0.1, 10},
+        {"ghz_exponent", offsetof(struct power_model, ghz_exponent), 0, 4},
+        {"error_pct", offsetof(struct power_model, error_pct), 0, 1000},
+        {"pue", offsetof(struct power_model, pue), 1, 10},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
+        if (streq(key, nums[i].key))
+            return set_double(p, key, val, (double *)((char *)m + nums[i].off),
+                              nums[i].lo, nums[i].hi);
+    p->err = xasprintf("unknown key '%s'", key);
+    return 0;
+}
+
+int model_parse(const char *text, const char *origin, struct power_model *ret, char **ret_err)
+{
+    struct power_model m;
+    model_default(&m);
+    snprintf(m.source, sizeof(m.source), "%s", origin);
+    struct parse_ctx p = {.m = &m, .origin = origin};
+    int r = ini_parse_string(text, on_entry, &p);
+    if (!p.err && r > 0)
+        p.err = xasprintf("%s:%d: syntax error (want key = value under [model])", origin, r);
+    if (p.err) {
+        /* inih returns the line where the handler refused */
+        *ret_err = xasprintf("%s:%d: %s", origin, r, p.err);
+        free(p.err);
+        return -EINVAL;
+    }
+    *ret = m;
+    return 0;
+}
+
+int model_load(const char *path, struct power_model *ret, char **ret_err)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        *ret_err = xasprintf("cannot read model file %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    bool too_big = !feof(f);
+    fclose(f);
+    if (too_big) {
+        *ret_err = xasprintf("model file %s: larger than 64 KiB", path);
+        return -EFBIG;
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) {
+        *ret_err = xasprintf("model file %s: binary content", path);
+        return -EINVAL;
+    }
+    return model_parse(buf, path, ret, ret_err);
+}
+
+double model_estimate(const struct power_model *m, unsigned cores, double busy_cores, double ghz)
+{
+    if (busy_cores < 0)
+        busy_cores = 0;
+    if (busy_cores > cores)
+        busy_cores = cores;
+    double f = 1.0;
+    if (m->ghz_exponent > 0 && ghz > 0 && m->ref_ghz > 0)
+        f = pow(ghz / m->ref_ghz, m->ghz_exponent);
+    return m->idle_base_w + m->idle_per_core_w * cores + m->active_per_core_w * busy_cores * f;
+}

@@ -1,0 +1,30 @@
+/* The node's power: measured where a meter exists, estimated where none
+ * does, and saying which. Also the facility view (IT watts x PUE). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "model/model.h"
+#include "sense/power_reading.h"
+
+struct power_summary {
+    bool measured;       /* it_w comes from a meter */
+    char source[96];     /* "acpi_power_meter", "rapl (package+dram)", "model seed-2011" */
+    char coverage[128];  /* what the figure covers */
+    double it_w;         /* node IT watts; NaN when unknown (no interval, no meter) */
+    double estimated_w;  /* the model's estimate, NaN when its inputs are missing */
+    double busy_cores;   /* utilisation summed over CPUs, NaN when unknown */
+    unsigned cores;      /* online logical CPUs */
+    double ghz;          /* mean busy frequency used by the model, NaN when unknown */
+    double pue;
+    double facility_w;   /* it_w * pue */
+    struct power_model model;
+    struct power_readings readings; /* every measured channel, owned */
+};
+
+/* Choose the node figure from the readings (taking ownership of them):
+ * a whole-platform meter first, then RAPL psys, then the sum of RAPL
+ * package+dram (CPU and memory only), else the model. */
+void power_summarise(struct power_summary *ps, struct power_readings *readings,
+                     const struct power_model *m, unsigned cores, double busy_cores, double ghz);
+void power_summary_free(struct power_summary *ps);

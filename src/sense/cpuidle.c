@@ -1,0 +1,176 @@
+#include "sense/cpuidle.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+#define CPU_DIR "devices/system/cpu"
+
+static int cpuidle_probe(struct host *h, void **ret_state, char **ret_reason)
+{
+    if (host_exists(h, HOST_SYS, CPU_DIR "/cpuidle/current_driver"))
+        return 1;
+    *ret_reason = xstrdup("no cpuidle driver (kernel without CONFIG_CPU_IDLE, or idle=poll)");
+    return 0;
+}
+
+static uint64_t read_u64_or_none(struct host *h, struct sample *s, const char *dir,
+                                 const char *name, bool optional)
+{
+    char path[160];
+    uint64_t v;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int r = host_read_u64(h, HOST_SYS, path, &v);
+    if (r == 0)
+        return v;
+    if (!(optional && r == -ENOENT))
+        sample_diag_read(s, h, HOST_SYS, path, r);
+    return VAL_NONE;
+}
+
+static char *read_str_or_null(struct host *h, struct sample *s, const char *path)
+{
+    char *v = NULL;
+    int r = host_read_str(h, HOST_SYS, path, &v);
+    if (r < 0)
+        sample_diag_read(s, h, HOST_SYS, path, r);
+    return v;
+}
+
+static void read_state(struct host *h, struct sample *s, const char *dir,
+                       struct cpuidle_state *st)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "%s/name", dir);
+    st->name = read_str_or_null(h, s, path);
+    snprintf(path, sizeof(path), "%s/desc", dir);
+    st->desc = read_str_or_null(h, s, path);
+    st->latency_us = read_u64_or_none(h, s, dir, "latency", false);
+    st->residency_us = read_u64_or_none(h, s, dir, "residency", false);
+    st->usage = read_u64_or_none(h, s, dir, "usage", false);
+    st->time_us = read_u64_or_none(h, s, dir, "time", false);
+    st->above = read_u64_or_none(h, s, dir, "above", true);
+    st->below = read_u64_or_none(h, s, dir, "below", true);
+    uint64_t dis = read_u64_or_none(h, s, dir, "disable", false);
+    st->disable = dis == VAL_NONE ? -1 : dis != 0;
+}
+
+/* States are numbered state0..stateN-1 without gaps. */
+static unsigned count_states(struct host *h, int cpu)
+{
+    char path[96];
+    snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpuidle", cpu);
+    char **names;
+    size_t n;
+    if (host_list(h, HOST_SYS, path, &names, &n) < 0)
+        return 0;
+    unsigned count = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned k;
+        char tail;
+        if (sscanf(names[i], "state%u%c", &k, &tail) == 1 && k < 64 && k + 1 > count)
+            count = k + 1;
+    }
+    host_free_list(names, n);
+    return count;
+}
+
+static int cpuidle_collect(struct host *h, void *state, struct sample *s)
+{
+    struct cpuidle_sample *ci = xcalloc(1, sizeof(*ci));
+    s->cpuidle = ci;
+    ci->driver = read_str_or_null(h, s, CPU_DIR "/cpuidle/current_driver");
+    if (ci->driver && streq(ci->driver, "none")) {
+        free(ci->driver);
+        ci->driver = NULL;
+    }
+    /* current_governor_ro on kernels before 5.6, current_governor after */
+    if (host_read_str(h, HOST_SYS, CPU_DIR "/cpuidle/current_governor", &ci->governor) < 0)
+        ci->governor = read_str_or_null(h, s, CPU_DIR "/cpuidle/current_governor_ro");
+
+    ci->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*ci->cpus));
+    CPUSET_FOREACH(cpu, &s->topo.online)
+    {
+        if ((unsigned)cpu >= s->topo.ncpu)
+            continue;
+        unsigned nstates = count_states(h, cpu);
+        if (nstates == 0)
+            continue;
+        struct cpuidle_cpu *c = &ci->cpus[ci->ncpus++];
+        c->cpu = cpu;
+        c->nstates = nstates;
+        c->state = xcalloc(nstates, sizeof(*c->state));
+        for (unsigned k = 0; k < nstates; k++) {
+            char dir[96];
+            snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/cpuidle/state%u", cpu, k);
+            read_state(h, s, dir, &c->state[k]);
+        }
+    }
+    return 0;
+}
+
+static void cpuidle_free_sample(struct sample *s)
+{
+    struct cpuidle_sample *ci = s->cpuidle;
+    if (!ci)
+        return;
+    for (unsigned i = 0; i < ci->ncpus; i++) {
+        for (unsigned k = 0; k < ci->cpus[i].nstates; k++) {
+            free(ci->cpus[i].state[k].name);
+            free(ci->cpus[i].state[k].desc);
+        }
+        free(ci->cpus[i].state);
+    }
+    free(ci->cpus);
+    free(ci->driver);
+    free(ci->governor);
+    free(ci);
+    s->cpuidle = NULL;
+}
+
+const struct cpuidle_cpu *cpuidle_find_cpu(const struct cpuidle_sample *s, int cpu)
+{
+    if (!s)
+        return NULL;
+    for (unsigned i = 0; i < s->ncpus; i++)
+        if (s->cpus[i].cpu == cpu)
+            return &s->cpus[i];
+    return NULL;
+}
+
+int cpuidle_residency(const struct cpuidle_cpu *a, const struct cpuidle_cpu *b,
+                      double interval_us, double *res_pct, double *ret_c0_pct,
+                      double *ret_wakeups_per_s)
+{
+    if (!a || !b || a->nstates != b->nstates || interval_us <= 0)
+        return -ENODATA;
+    double idle = 0, entries = 0;
+    for (unsigned k = 0; k < a->nstates; k++) {
+        const struct cpuidle_state *x = &a->state[k], *y = &b->state[k];
+        if (x->time_us == VAL_NONE || y->time_us == VAL_NONE || x->usage == VAL_NONE ||
+            y->usage == VAL_NONE)
+            return -ENODATA;
+        if (y->time_us < x->time_us || y->usage < x->usage)
+            return -ERANGE;
+        double t = (double)(y->time_us - x->time_us);
+        res_pct[k] = 100.0 * t / interval_us;
+        idle += t;
+        entries += (double)(y->usage - x->usage);
+    }
+    double c0 = 100.0 - 100.0 * idle / interval_us;
+    /* time is accounted at idle exit: a long sleep spanning the interval
+     * start can push the sum past 100 %. */
+    *ret_c0_pct = c0 < 0 ? 0 : c0;
+    *ret_wakeups_per_s = entries / (interval_us / 1e6);
+    return 0;
+}
+
+const struct sampler cpuidle_sampler = {
+    .name = "cpuidle",
+    .probe = cpuidle_probe,
+    .collect = cpuidle_collect,
+    .free_sample = cpuidle_free_sample,
+};

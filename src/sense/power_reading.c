@@ -1,0 +1,34 @@
+#include "sense/power_reading.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+struct power_reading *power_readings_add(struct power_readings *r)
+{
+    r->v = grow_array(r->v, sizeof(*r->v), r->n, &r->cap);
+    struct power_reading *p = &r->v[r->n++];
+    memset(p, 0, sizeof(*p));
+    p->package = -1;
+    p->joules = p->delta_j = p->watts = NAN;
+    return p;
+}
+
+void power_readings_free(struct power_readings *r)
+{
+    free(r->v);
+    *r = (struct power_readings){0};
+}
+
+const char *power_scope_name(enum power_scope s)
+{
+    static const char *const names[] = {
+        [POWER_SCOPE_PACKAGE] = "package", [POWER_SCOPE_CORE] = "core",
+        [POWER_SCOPE_UNCORE] = "uncore",   [POWER_SCOPE_DRAM] = "dram",
+        [POWER_SCOPE_PSYS] = "psys",       [POWER_SCOPE_PLATFORM] = "platform",
+        [POWER_SCOPE_DEVICE] = "device",
+    };
+    return names[s];
+}

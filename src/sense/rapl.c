@@ -1,0 +1,20 @@
+#include "sense/rapl.h"
+
+#include "base/util.h"
+
+static int p(struct host *h, void **st, char **why)
+{
+    *why = xstrdup("rapl: PLACEHOLDER");
+    return 0;
+}
+
+static int c(struct host *h, void *st, struct sample *s)
+{
+    return 0;
+}
+
+static void f(struct sample *s)
+{
+}
+
+const struct sampler rapl_sampler = {.name = "rapl", .probe = p, .collect = c, .free_sample = f};

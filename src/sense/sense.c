@@ -1,0 +1,106 @@
+#include "sense/sampler.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "sense/clock.h"
+#include "sense/cpufreq.h"
+#include "sense/cpuidle.h"
+#include "sense/devices.h"
+#include "sense/hwmon.h"
+#include "sense/irq.h"
+#include "sense/latency.h"
+#include "sense/procstat.h"
+#include "sense/rapl.h"
+
+const struct sampler *const sampler_table[_SAMPLER_MAX] = {
+    [SAMPLER_CPUIDLE] = &cpuidle_sampler, [SAMPLER_CPUFREQ] = &cpufreq_sampler,
+    [SAMPLER_PROCSTAT] = &procstat_sampler, [SAMPLER_RAPL] = &rapl_sampler,
+    [SAMPLER_HWMON] = &hwmon_sampler,     [SAMPLER_IRQ] = &irq_sampler,
+    [SAMPLER_DEVICES] = &devices_sampler, [SAMPLER_LATENCY] = &latency_sampler,
+    [SAMPLER_CLOCK] = &clock_sampler,
+};
+
+void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const char *path,
+                      int err)
+{
+    _cleanup_free_ char *p = host_display_path(h, d, path);
+    const char *what;
+    switch (-err) {
+    case EINVAL:
+        what = "malformed value";
+        break;
+    case ERANGE:
+        what = "value out of range";
+        break;
+    case EACCES:
+    case EPERM:
+        what = "permission denied (run as root)";
+        break;
+    case ENOTSUP:
+        what = "needs the live kernel (not available on a recorded root)";
+        break;
+    default:
+        what = strerror(-err);
+    }
+    diags_add(&s->diags, p, err == -EINVAL || err == -ERANGE ? 0 : err, "%s", what);
+}
+
+int sense_open(struct host *h, struct sense **ret)
+{
+    struct sense *s = xcalloc(1, sizeof(*s));
+    s->h = h;
+    for (int i = 0; i < _SAMPLER_MAX; i++) {
+        const struct sampler *sp = sampler_table[i];
+        char *why = NULL;
+        int r = sp->probe(h, &s->state[i], &why);
+        s->usable[i] = r > 0;
+        if (r <= 0 && !why)
+            why = xasprintf("%s probe failed: %s", sp->name, strerror(r < 0 ? -r : ENODEV));
+        s->why[i] = why;
+    }
+    *ret = s;
+    return 0;
+}
+
+int sense_sample(struct sense *s, struct sample **ret)
+{
+    struct sample *smp = xcalloc(1, sizeof(*smp));
+    smp->mono_ns = now_monotonic_ns();
+    smp->real_ns = now_realtime_ns();
+    int r = topology_read(s->h, &smp->topo, &smp->diags);
+    if (r < 0) {
+        _cleanup_free_ char *p = host_display_path(s->h, HOST_SYS, "devices/system/cpu");
+        diags_add(&smp->diags, p, r, "no CPU found: %s", strerror(-r));
+    }
+    for (int i = 0; i < _SAMPLER_MAX; i++)
+        if (s->usable[i] && (r == 0 || i != SAMPLER_CPUIDLE))
+            sampler_table[i]->collect(s->h, s->state[i], smp);
+    smp->cost_ns = now_monotonic_ns() - smp->mono_ns;
+    *ret = smp;
+    return 0;
+}
+
+void sample_free(struct sample *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < _SAMPLER_MAX; i++)
+        sampler_table[i]->free_sample(s);
+    topology_free(&s->topo);
+    diags_free(&s->diags);
+    free(s);
+}
+
+void sense_close(struct sense *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < _SAMPLER_MAX; i++) {
+        if (s->state[i] && sampler_table[i]->free_state)
+            sampler_table[i]->free_state(s->state[i]);
+        free(s->why[i]);
+    }
+    free(s);
+}
