@@ -25,5 +25,5 @@ int cpuset_next(const struct cpuset *set, int prev);
 char *cpuset_format(const struct cpuset *set);
 void cpuset_free(struct cpuset *set);
 
-#define CPUSET_FOREACH(cpu, set)                                                                   \
+#define CPUSET_FOREACH(cpu, set) \
     for (int cpu = cpuset_next((set), -1); cpu >= 0; cpu = cpuset_next((set), cpu))

@@ -1,9 +1,9 @@
 #include "json.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
-#include <inttypes.h>
 #include <stdlib.h>
 
 void json_init(struct json *j, bool pretty)

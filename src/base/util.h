@@ -42,17 +42,17 @@ static inline void closedirp(DIR **d)
 #define _cleanup_closedir_ __attribute__((cleanup(closedirp)))
 
 /* Hand ownership out of a cleanup variable. */
-#define TAKE_PTR(p)                                                                                \
-    ({                                                                                             \
-        __typeof__(p) _tmp = (p);                                                                  \
-        (p) = NULL;                                                                                \
-        _tmp;                                                                                      \
+#define TAKE_PTR(p)               \
+    ({                            \
+        __typeof__(p) _tmp = (p); \
+        (p) = NULL;               \
+        _tmp;                     \
     })
-#define TAKE_FD(fd)                                                                                \
-    ({                                                                                             \
-        int _tmp = (fd);                                                                           \
-        (fd) = -1;                                                                                 \
-        _tmp;                                                                                      \
+#define TAKE_FD(fd)      \
+    ({                   \
+        int _tmp = (fd); \
+        (fd) = -1;       \
+        _tmp;            \
     })
 
 /* "EACCES" for 13: short, stable names for JSON and logs. */

@@ -15,9 +15,9 @@
 #include "config.h"
 
 static const struct report_section *const sections[] = {
-    &report_section_host,       &report_section_power,      &report_section_cstates,
-    &report_section_frequency,  &report_section_utilisation, &report_section_interrupts,
-    &report_section_devices,    &report_section_latency,    &report_section_tsc,
+    &report_section_host,      &report_section_power,       &report_section_cstates,
+    &report_section_frequency, &report_section_utilisation, &report_section_interrupts,
+    &report_section_devices,   &report_section_latency,     &report_section_tsc,
     &report_section_advice,
 };
 
@@ -148,10 +148,8 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     while ((ch = getopt_long(argc, argv, "i:jr:pm:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'i':
-            if (parse_double(optarg, &o->interval) < 0 || o->interval < 0 ||
-                o->interval > 3600) {
-                fprintf(stderr, "watt report: --interval '%s': want seconds in 0..3600\n",
-                        optarg);
+            if (parse_double(optarg, &o->interval) < 0 || o->interval < 0 || o->interval > 3600) {
+                fprintf(stderr, "watt report: --interval '%s': want seconds in 0..3600\n", optarg);
                 return -EINVAL;
             }
             break;

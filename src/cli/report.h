@@ -25,8 +25,8 @@ struct report_ctx {
 };
 
 struct report_section {
-    const char *key;   /* JSON member name */
-    const char *title; /* text heading */
+    const char *key;                                          /* JSON member name */
+    const char *title;                                        /* text heading */
     void (*json)(const struct report_ctx *c, struct json *j); /* writes one value */
     void (*text)(const struct report_ctx *c, struct strbuf *out);
 };

@@ -13,7 +13,7 @@ static const struct {
     const char *name;
     int err;
 } errnos[] = {
-    {"EACCES", EACCES}, {"EPERM", EPERM},   {"EIO", EIO},     {"ENOENT", ENOENT},
+    {"EACCES", EACCES},   {"EPERM", EPERM},   {"EIO", EIO},     {"ENOENT", ENOENT},
     {"ENODATA", ENODATA}, {"EINVAL", EINVAL}, {"EBUSY", EBUSY}, {"ENODEV", ENODEV},
 };
 

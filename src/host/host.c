@@ -120,12 +120,11 @@ static char *real_rel_path(struct host *h, int fd)
 static void record_links(struct host *h, enum host_dir d, const char *path)
 {
     _cleanup_free_ char *p = xasprintf("%s/%s", dir_names[d], path);
-    for (char *s = strchr(p, '/'); ; s = strchr(s + 1, '/')) {
+    for (char *s = strchr(p, '/');; s = strchr(s + 1, '/')) {
         if (s)
             *s = '\0';
         struct stat st;
-        if (fstatat(h->fd[HOST_ROOTDIR], p, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISLNK(st.st_mode)) {
+        if (fstatat(h->fd[HOST_ROOTDIR], p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
             char target[PATH_MAX];
             ssize_t n = readlinkat(h->fd[HOST_ROOTDIR], p, target, sizeof(target) - 1);
             if (n >= 0) {
@@ -369,15 +368,15 @@ int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
     return fd < 0 ? -errno : (int)fd;
 }
 
-#define FORMAT_PATH(path, fmt)                                                                     \
-    char path[PATH_MAX];                                                                           \
-    do {                                                                                           \
-        va_list ap;                                                                                \
-        va_start(ap, fmt);                                                                         \
-        int _n = vsnprintf(path, sizeof(path), fmt, ap);                                           \
-        va_end(ap);                                                                                \
-        if (_n < 0 || (size_t)_n >= sizeof(path))                                                  \
-            return -ENAMETOOLONG;                                                                  \
+#define FORMAT_PATH(path, fmt)                           \
+    char path[PATH_MAX];                                 \
+    do {                                                 \
+        va_list ap;                                      \
+        va_start(ap, fmt);                               \
+        int _n = vsnprintf(path, sizeof(path), fmt, ap); \
+        va_end(ap);                                      \
+        if (_n < 0 || (size_t)_n >= sizeof(path))        \
+            return -ENAMETOOLONG;                        \
     } while (0)
 
 int host_read_strf(struct host *h, enum host_dir d, char **ret, const char *fmt, ...)

@@ -14,8 +14,7 @@ static void diag_read(struct host *h, struct diags *diags, const char *path, int
     diags_add(diags, p, r, "%s", r == -EINVAL || r == -ERANGE ? "malformed value" : strerror(-r));
 }
 
-static int read_cpulist(struct host *h, const char *path, struct cpuset *ret,
-                        struct diags *diags)
+static int read_cpulist(struct host *h, const char *path, struct cpuset *ret, struct diags *diags)
 {
     _cleanup_free_ char *s = NULL;
     int r = host_read_str(h, HOST_SYS, path, &s);

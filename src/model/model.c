@@ -34,8 +34,8 @@ struct parse_ctx {
     char *err;
 };
 
-static int set_double(struct parse_ctx *p, const char *key, const char *val,
-                      double *dst, double lo, double hi)
+static int set_double(struct parse_ctx *p, const char *key, const char *val, double *dst, double lo,
+                      double hi)
 {
     double v;
     if (parse_double(val, &v) < 0 || v < lo || v > hi) {
@@ -81,8 +81,8 @@ static int on_entry(void *user, const char *section, const char *key, const char
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
         if (streq(key, nums[i].key))
-            return set_double(p, key, val, (double *)((char *)m + nums[i].off),
-                              nums[i].lo, nums[i].hi);
+            return set_double(p, key, val, (double *)((char *)m + nums[i].off), nums[i].lo,
+                              nums[i].hi);
     p->err = xasprintf("unknown key '%s'", key);
     return 0;
 }

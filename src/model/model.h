@@ -13,9 +13,9 @@
 #include <stdbool.h>
 
 struct power_model {
-    char name[64];         /* "seed-2011", shown as "estimated (seed-2011)" */
-    char source[256];      /* the file it came from, or "built-in" */
-    char description[256]; /* one line for the report */
+    char name[64];            /* "seed-2011", shown as "estimated (seed-2011)" */
+    char source[256];         /* the file it came from, or "built-in" */
+    char description[256];    /* one line for the report */
     double idle_base_w;       /* W drawn by the platform at idle, whatever the cores */
     double idle_per_core_w;   /* W per online logical CPU at idle */
     double active_per_core_w; /* extra W per fully busy logical CPU at ref_ghz */

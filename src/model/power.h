@@ -8,16 +8,16 @@
 #include "sense/power_reading.h"
 
 struct power_summary {
-    bool measured;       /* it_w comes from a meter */
-    char source[96];     /* "acpi_power_meter", "rapl (package+dram)", "model seed-2011" */
-    char coverage[128];  /* what the figure covers */
-    double it_w;         /* node IT watts; NaN when unknown (no interval, no meter) */
-    double estimated_w;  /* the model's estimate, NaN when its inputs are missing */
-    double busy_cores;   /* utilisation summed over CPUs, NaN when unknown */
-    unsigned cores;      /* online logical CPUs */
-    double ghz;          /* mean busy frequency used by the model, NaN when unknown */
+    bool measured;      /* it_w comes from a meter */
+    char source[96];    /* "acpi_power_meter", "rapl (package+dram)", "model seed-2011" */
+    char coverage[128]; /* what the figure covers */
+    double it_w;        /* node IT watts; NaN when unknown (no interval, no meter) */
+    double estimated_w; /* the model's estimate, NaN when its inputs are missing */
+    double busy_cores;  /* utilisation summed over CPUs, NaN when unknown */
+    unsigned cores;     /* online logical CPUs */
+    double ghz;         /* mean busy frequency used by the model, NaN when unknown */
     double pue;
-    double facility_w;   /* it_w * pue */
+    double facility_w; /* it_w * pue */
     struct power_model model;
     struct power_readings readings; /* every measured channel, owned */
 };

@@ -40,8 +40,7 @@ static char *read_str_or_null(struct host *h, struct sample *s, const char *path
     return v;
 }
 
-static void read_state(struct host *h, struct sample *s, const char *dir,
-                       struct cpuidle_state *st)
+static void read_state(struct host *h, struct sample *s, const char *dir, struct cpuidle_state *st)
 {
     char path[160];
     snprintf(path, sizeof(path), "%s/name", dir);
@@ -141,9 +140,8 @@ const struct cpuidle_cpu *cpuidle_find_cpu(const struct cpuidle_sample *s, int c
     return NULL;
 }
 
-int cpuidle_residency(const struct cpuidle_cpu *a, const struct cpuidle_cpu *b,
-                      double interval_us, double *res_pct, double *ret_c0_pct,
-                      double *ret_wakeups_per_s)
+int cpuidle_residency(const struct cpuidle_cpu *a, const struct cpuidle_cpu *b, double interval_us,
+                      double *res_pct, double *ret_c0_pct, double *ret_wakeups_per_s)
 {
     if (!a || !b || a->nstates != b->nstates || interval_us <= 0)
         return -ENODATA;

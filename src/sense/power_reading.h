@@ -15,16 +15,16 @@ enum power_scope {
 };
 
 struct power_reading {
-    char source[24];   /* "rapl", "hwmon", "acpi_power_meter" */
-    char via[24];      /* "powercap", "perf", "sysfs" */
-    char domain[64];   /* "package-0", "dram-1", "psys", "hwmon2/power1" */
-    char label[64];    /* human text, "" when none */
+    char source[24]; /* "rapl", "hwmon", "acpi_power_meter" */
+    char via[24];    /* "powercap", "perf", "sysfs" */
+    char domain[64]; /* "package-0", "dram-1", "psys", "hwmon2/power1" */
+    char label[64];  /* human text, "" when none */
     enum power_scope scope;
-    int package;       /* package id for package/core/uncore/dram, else -1 */
-    double joules;     /* cumulative energy in the later sample, NaN if not an energy counter */
-    double delta_j;    /* energy over the interval, NaN when unknown */
-    double watts;      /* average power over the interval (or the sensor's own
-                        * average for power sensors), NaN when unknown */
+    int package;    /* package id for package/core/uncore/dram, else -1 */
+    double joules;  /* cumulative energy in the later sample, NaN if not an energy counter */
+    double delta_j; /* energy over the interval, NaN when unknown */
+    double watts;   /* average power over the interval (or the sensor's own
+                     * average for power sensors), NaN when unknown */
 };
 
 struct power_readings {

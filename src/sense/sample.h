@@ -28,6 +28,8 @@ struct sample {
     uint64_t cost_ns; /* how long taking it took */
     struct topology topo;
     struct diags diags;
+    char *kernel;   /* /proc/sys/kernel/osrelease, NULL when unreadable */
+    char *hostname; /* /proc/sys/kernel/hostname */
 
     /* Each NULL when its sampler is not usable here (see sense->why). */
     struct cpuidle_sample *cpuidle;
@@ -42,5 +44,4 @@ struct sample {
 };
 
 /* Add a diagnostic for a failed read of a kernel path. */
-void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const char *path,
-                      int err);
+void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const char *path, int err);

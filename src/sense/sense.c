@@ -15,15 +15,14 @@
 #include "sense/rapl.h"
 
 const struct sampler *const sampler_table[_SAMPLER_MAX] = {
-    [SAMPLER_CPUIDLE] = &cpuidle_sampler, [SAMPLER_CPUFREQ] = &cpufreq_sampler,
+    [SAMPLER_CPUIDLE] = &cpuidle_sampler,   [SAMPLER_CPUFREQ] = &cpufreq_sampler,
     [SAMPLER_PROCSTAT] = &procstat_sampler, [SAMPLER_RAPL] = &rapl_sampler,
-    [SAMPLER_HWMON] = &hwmon_sampler,     [SAMPLER_IRQ] = &irq_sampler,
-    [SAMPLER_DEVICES] = &devices_sampler, [SAMPLER_LATENCY] = &latency_sampler,
+    [SAMPLER_HWMON] = &hwmon_sampler,       [SAMPLER_IRQ] = &irq_sampler,
+    [SAMPLER_DEVICES] = &devices_sampler,   [SAMPLER_LATENCY] = &latency_sampler,
     [SAMPLER_CLOCK] = &clock_sampler,
 };
 
-void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const char *path,
-                      int err)
+void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const char *path, int err)
 {
     _cleanup_free_ char *p = host_display_path(h, d, path);
     const char *what;
@@ -74,6 +73,9 @@ int sense_sample(struct sense *s, struct sample **ret)
         _cleanup_free_ char *p = host_display_path(s->h, HOST_SYS, "devices/system/cpu");
         diags_add(&smp->diags, p, r, "no CPU found: %s", strerror(-r));
     }
+    /* Identity only: a missing file is not worth a problem line. */
+    host_read_str(s->h, HOST_PROC, "sys/kernel/osrelease", &smp->kernel);
+    host_read_str(s->h, HOST_PROC, "sys/kernel/hostname", &smp->hostname);
     for (int i = 0; i < _SAMPLER_MAX; i++)
         if (s->usable[i] && (r == 0 || i != SAMPLER_CPUIDLE))
             sampler_table[i]->collect(s->h, s->state[i], smp);
@@ -90,6 +92,8 @@ void sample_free(struct sample *s)
         sampler_table[i]->free_sample(s);
     topology_free(&s->topo);
     diags_free(&s->diags);
+    free(s->kernel);
+    free(s->hostname);
     free(s);
 }
 
