@@ -86,9 +86,13 @@ int cpuset_parse(const char *s, struct cpuset *ret)
         }
         for (unsigned c = lo; c <= hi; c++)
             cpuset_add(&set, c);
-        if (*p == ',')
+        if (*p == ',') {
             p++;
-        else if (*p && !isspace((unsigned char)*p)) {
+            if (!isdigit((unsigned char)*p)) { /* "0-3," or "0,,1" */
+                r = -EINVAL;
+                goto fail;
+            }
+        } else if (*p && !isspace((unsigned char)*p)) {
             r = -EINVAL;
             goto fail;
         }

@@ -1,0 +1,145 @@
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/cpuset.h"
+#include "base/json.h"
+#include "base/parse.h"
+#include "base/table.h"
+#include "base/util.h"
+
+static void check_cpulist(const char *in, const char *canon, unsigned count)
+{
+    struct cpuset s;
+    assert_int_equal(cpuset_parse(in, &s), 0);
+    char *f = cpuset_format(&s);
+    assert_string_equal(f, canon);
+    assert_int_equal(cpuset_count(&s), count);
+    free(f);
+    cpuset_free(&s);
+}
+
+static void test_cpulist(void **state)
+{
+    check_cpulist("0-3,8,10-11\n", "0-3,8,10-11", 7);
+    check_cpulist("0", "0", 1);
+    check_cpulist("\n", "", 0); /* "offline" when every CPU is online */
+    check_cpulist("", "", 0);
+    check_cpulist("0,1,2,5-5", "0-2,5", 4);
+    check_cpulist("0-383", "0-383", 384);
+    check_cpulist("376-383", "376-383", 8);
+    check_cpulist("0-7,64-71,128-135", "0-7,64-71,128-135", 24);
+    struct cpuset s;
+    assert_int_equal(cpuset_parse("1-", &s), -EINVAL);
+    assert_int_equal(cpuset_parse("3-1", &s), -ERANGE);
+    assert_int_equal(cpuset_parse("a", &s), -EINVAL);
+    assert_int_equal(cpuset_parse("0,,1", &s), -EINVAL);
+    assert_int_equal(cpuset_parse("0-3,", &s), -EINVAL);
+    assert_int_equal(cpuset_parse("8192", &s), -ERANGE);
+    assert_int_equal(cpuset_parse("0-3 junk", &s), -EINVAL);
+    assert_int_equal(cpuset_parse("99999999999999999999", &s), -ERANGE);
+}
+
+static void test_cpuset_iterate(void **state)
+{
+    struct cpuset s = {0};
+    cpuset_add(&s, 63);
+    cpuset_add(&s, 64);
+    cpuset_add(&s, 200);
+    int seen[3], n = 0;
+    CPUSET_FOREACH(cpu, &s)
+    seen[n++] = cpu;
+    assert_int_equal(n, 3);
+    assert_int_equal(seen[0], 63);
+    assert_int_equal(seen[1], 64);
+    assert_int_equal(seen[2], 200);
+    assert_true(cpuset_has(&s, 200));
+    assert_false(cpuset_has(&s, 201));
+    assert_false(cpuset_has(&s, 100000));
+    cpuset_free(&s);
+}
+
+static void test_parse_numbers(void **state)
+{
+    uint64_t u;
+    int64_t i;
+    double d;
+    assert_int_equal(parse_u64("262143328850\n", &u), 0);
+    assert_true(u == 262143328850ull);
+    assert_int_equal(parse_u64("", &u), -EINVAL);
+    assert_int_equal(parse_u64("-5", &u), -EINVAL);
+    assert_int_equal(parse_u64("12abc", &u), -EINVAL);
+    assert_int_equal(parse_u64("abc", &u), -EINVAL);
+    assert_int_equal(parse_u64("18446744073709551616", &u), -ERANGE);
+    assert_int_equal(parse_u64_any("0x0c0330\n", &u), 0);
+    assert_int_equal(u, 0x0c0330);
+    assert_int_equal(parse_i64("-1\n", &i), 0);
+    assert_int_equal(i, -1);
+    assert_int_equal(parse_i64("- 1", &i), -EINVAL);
+    assert_int_equal(parse_double("2.3283064365386962890625e-10\n", &d), 0);
+    assert_true(d > 2.328e-10 && d < 2.329e-10);
+    assert_int_equal(parse_double("nan", &d), -EINVAL);
+    assert_int_equal(parse_double("1e999", &d), -ERANGE);
+    int b;
+    assert_int_equal(parse_bool01("Y\n", &b), 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(parse_bool01("2", &b), -EINVAL);
+}
+
+static void test_json(void **state)
+{
+    struct json j;
+    json_init(&j, false);
+    json_object_begin(&j);
+    json_kv_string(&j, "s", "a\"b\\c\n\x01");
+    json_kv_double(&j, "nan", NAN);
+    json_kv_double(&j, "j", 240422.366267);
+    json_kv_u64(&j, "u", UINT64_MAX);
+    json_key(&j, "a");
+    json_array_begin(&j);
+    json_i64(&j, -3);
+    json_bool(&j, true);
+    json_string(&j, NULL);
+    json_array_end(&j);
+    json_key(&j, "empty");
+    json_object_begin(&j);
+    json_object_end(&j);
+    json_object_end(&j);
+    assert_string_equal(strbuf_str(&j.out),
+                        "{\"s\":\"a\\\"b\\\\c\\n\\u0001\",\"nan\":null,\"j\":240422.366267,"
+                        "\"u\":18446744073709551615,\"a\":[-3,true,null],\"empty\":{}}");
+    json_free(&j);
+}
+
+static void test_table(void **state)
+{
+    struct table t;
+    table_init(&t, "name", ">W", NULL);
+    table_add(&t, "package-0", "12.5");
+    table_add(&t, "dram-0", "3.25");
+    struct strbuf out = {0};
+    table_render(&t, &out, 100);
+    assert_string_equal(strbuf_str(&out), "  name          W\n"
+                                          "  package-0  12.5\n"
+                                          "  dram-0     3.25\n");
+    strbuf_reset(&out);
+    table_render(&t, &out, 10);
+    assert_string_equal(strbuf_str(&out), "  name   >\n  package>\n  dram-0 >\n");
+    strbuf_free(&out);
+    table_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpulist),       cmocka_unit_test(test_cpuset_iterate),
+        cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,99 @@
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "model/power.h"
+
+static void test_parse(void **state)
+{
+    struct power_model m;
+    char *err = NULL;
+    assert_int_equal(model_parse("[model]\nname = seed-2011\nidle_base_w = 0\n"
+                                 "idle_per_core_w = 7.29\nactive_per_core_w = 12.7\npue = 2\n",
+                                 "t.ini", &m, &err),
+                     0);
+    assert_string_equal(m.name, "seed-2011");
+    /* the seed's 48-core 2011 server: 350 W idle, 960 W busy */
+    assert_true(fabs(model_estimate(&m, 48, 0, NAN) - 349.92) < 0.01);
+    assert_true(fabs(model_estimate(&m, 48, 48, NAN) - 959.52) < 0.01);
+    /* more busy CPUs than CPUs is clamped */
+    assert_true(fabs(model_estimate(&m, 48, 60, NAN) - 959.52) < 0.01);
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    struct power_model m;
+    char *err = NULL;
+    assert_int_equal(model_parse(text, "bad.ini", &m, &err), -EINVAL);
+    assert_non_null(err);
+    if (!strstr(err, needle))
+        fail_msg("error '%s' lacks '%s'", err, needle);
+    free(err);
+}
+
+static void test_bad(void **state)
+{
+    expect_error("[model]\nidle_base_w = -3\n", "bad.ini:2: idle_base_w = '-3'");
+    expect_error("[model]\nidle_base_w = lots\n", "want a number");
+    expect_error("[model]\nwatts = 3\n", "bad.ini:2: unknown key 'watts'");
+    expect_error("[other]\nidle_base_w = 3\n", "unknown section [other]");
+    expect_error("[model]\nname\n", "bad.ini:2:");
+    expect_error("[model]\npue = 0.5\n", "pue");
+}
+
+static void test_frequency_term(void **state)
+{
+    struct power_model m;
+    model_default(&m);
+    m.ghz_exponent = 1;
+    m.ref_ghz = 2.0;
+    double at_ref = model_estimate(&m, 10, 5, 2.0);
+    double at_2x = model_estimate(&m, 10, 5, 4.0);
+    assert_true(fabs((at_2x - at_ref) - 5 * m.active_per_core_w) < 1e-9);
+    assert_true(fabs(model_estimate(&m, 10, 5, NAN) - at_ref) < 1e-9);
+}
+
+static void test_summary_prefers_meters(void **state)
+{
+    struct power_model m;
+    model_default(&m);
+    struct power_readings r = {0};
+    struct power_reading *p = power_readings_add(&r);
+    p->scope = POWER_SCOPE_PACKAGE;
+    p->watts = 80;
+    p = power_readings_add(&r);
+    p->scope = POWER_SCOPE_DRAM;
+    p->watts = 10;
+    struct power_summary ps;
+    power_summarise(&ps, &r, &m, 40, 4, NAN);
+    assert_true(ps.measured);
+    assert_true(fabs(ps.it_w - 90) < 1e-9);
+    assert_string_equal(ps.source, "rapl package+dram");
+    assert_true(fabs(ps.facility_w - 135) < 1e-9);
+    power_summary_free(&ps);
+
+    struct power_readings none = {0};
+    power_summarise(&ps, &none, &m, 2, 0.5, NAN);
+    assert_false(ps.measured);
+    assert_non_null(strstr(ps.source, "model"));
+    assert_true(fabs(ps.it_w - model_estimate(&m, 2, 0.5, NAN)) < 1e-9);
+    power_summary_free(&ps);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_frequency_term),
+        cmocka_unit_test(test_summary_prefers_meters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
