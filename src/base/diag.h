@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 struct diag {
-    char *where; /* "/sys/class/powercap/intel-rapl:0/energy_uj", owned */
+    char *where; /* a kernel path as the user knows it, or a field name; owned */
     int err;     /* positive errno, 0 when the reason is not a syscall error */
     char *what;  /* "permission denied (root-only since CVE-2020-8694)", owned */
 };

@@ -1,0 +1,47 @@
+#!/bin/bash
+# watt report on this machine's real /sys and /proc.
+set -u
+W=${WATT:?}
+fail=0
+check() { if ! grep -qE "$2" <<<"$1"; then echo "FAIL: $3"; fail=1; fi; }
+
+out=$("$W" report --interval 0.2) || { echo "FAIL: watt report exited $?"; exit 1; }
+echo "$out"
+# Every line fits 100 columns.
+long=$(awk 'length > 100' <<<"$out")
+[ -z "$long" ] || { echo "FAIL: lines over 100 columns:"; echo "$long"; fail=1; }
+json=$("$W" report --interval 0.2 --json) || { echo "FAIL: --json exited $?"; exit 1; }
+python3 - "$json" <<'PY' || fail=1
+import json, sys, os
+r = json.loads(sys.argv[1])
+assert r["schema"] == "watt-report/1", r["schema"]
+assert r["live"] is True
+# The real cpuidle states of this machine.
+names = [s["name"] for s in r["cstates"]["states"]]
+real = []
+base = "/sys/devices/system/cpu/cpu0/cpuidle"
+if os.path.isdir(base):
+    for d in sorted(os.listdir(base), key=lambda x: int(x[5:])):
+        real.append(open(f"{base}/{d}/name").read().strip())
+assert names == real, (names, real)
+assert r["cstates"]["driver"] == open("/sys/devices/system/cpu/cpuidle/current_driver").read().strip()
+online = open("/sys/devices/system/cpu/online").read().strip()
+assert r["host"]["cpus_online"] == online, (r["host"]["cpus_online"], online)
+# No meter here (no powercap, no hwmon power, no power PMU): estimated, and said so.
+meters = os.path.isdir("/sys/class/powercap") and os.listdir("/sys/class/powercap")
+if not meters and not os.path.isdir("/sys/bus/event_source/devices/power"):
+    p = r["power"]
+    assert p["measured"] is False, p
+    assert p["source"].startswith("model"), p["source"]
+print("live JSON checks passed")
+PY
+if [ -d /sys/devices/system/cpu/cpu0/cpuidle ]; then
+    for s in /sys/devices/system/cpu/cpu0/cpuidle/state*/name; do
+        check "$out" "$(cat "$s")" "state $(cat "$s") missing from the text report"
+    done
+fi
+if ! ls /sys/class/powercap/*/energy_uj >/dev/null 2>&1 && ! [ -d /sys/bus/event_source/devices/power ]; then
+    check "$out" "estimated" "the report must say the power is estimated"
+    check "$out" "no power meter" "the report must say no meter exists"
+fi
+exit $fail
