@@ -25,8 +25,10 @@ struct power_model {
     double pue;               /* facility watts per IT watt */
 };
 
-/* The built-in default (see data/models/default.ini). */
+/* The built-in default: specpower-2023 (data/models/specpower-2023.ini). */
 void model_default(struct power_model *m);
+/* A built-in by name: "specpower-2023", "seed-2011", "vm-vcpu". */
+int model_builtin(const char *name, struct power_model *ret);
 /* Load a model file; errors name the file, line and key in *ret_err. */
 int model_load(const char *path, struct power_model *ret, char **ret_err);
 /* Parse a model from INI text (the fuzz target's entry). */

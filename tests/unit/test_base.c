@@ -1,4 +1,3 @@
-#include <cmocka.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -6,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* cmocka.h needs stdarg, stddef, stdint and setjmp first */
+#include <cmocka.h>
 
 #include "base/cpuset.h"
 #include "base/json.h"

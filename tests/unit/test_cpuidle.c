@@ -1,4 +1,3 @@
-#include <cmocka.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -7,6 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cmocka.h needs stdarg, stddef, stdint and setjmp first */
+#include <cmocka.h>
 
 #include "sense/cpuidle.h"
 #include "tree.h"

@@ -1,4 +1,3 @@
-#include <cmocka.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +5,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cmocka.h needs stdarg, stddef, stdint and setjmp first */
+#include <cmocka.h>
 
 #include "base/util.h"
 #include "host/host.h"

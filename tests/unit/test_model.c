@@ -1,12 +1,15 @@
-#include <cmocka.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cmocka.h needs stdarg, stddef, stdint and setjmp first */
+#include <cmocka.h>
 
 #include "model/model.h"
 #include "model/power.h"
@@ -87,6 +90,34 @@ static void test_summary_prefers_meters(void **state)
     power_summary_free(&ps);
 }
 
+/* data/models/NAME.ini and the built-in of the same name agree exactly. */
+static void test_files_match_builtins(void **state)
+{
+    static const char *const names[] = {"specpower-2023", "seed-2011", "vm-vcpu"};
+    const char *src = getenv("WATT_SRCDIR");
+    assert_non_null(src);
+    for (size_t i = 0; i < 3; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/data/models/%s.ini", src, names[i]);
+        struct power_model f, b;
+        char *err = NULL;
+        if (model_load(path, &f, &err) < 0)
+            fail_msg("%s", err);
+        assert_int_equal(model_builtin(names[i], &b), 0);
+        assert_string_equal(f.name, b.name);
+        assert_string_equal(f.description, b.description);
+        assert_true(f.idle_base_w == b.idle_base_w);
+        assert_true(f.idle_per_core_w == b.idle_per_core_w);
+        assert_true(f.active_per_core_w == b.active_per_core_w);
+        assert_true(f.ref_ghz == b.ref_ghz);
+        assert_true(f.ghz_exponent == b.ghz_exponent);
+        assert_true(f.error_pct == b.error_pct);
+        assert_true(f.pue == b.pue);
+    }
+    struct power_model m;
+    assert_int_equal(model_builtin("nope", &m), -ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +125,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_frequency_term),
         cmocka_unit_test(test_summary_prefers_meters),
+        cmocka_unit_test(test_files_match_builtins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
