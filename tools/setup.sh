@@ -1,0 +1,28 @@
+#!/bin/bash
+# Install what watt needs on Debian 12 (as root), then build it into
+# build/. Idempotent: a second run only rebuilds what changed.
+#   tools/setup.sh           build dependencies only
+#   tools/setup.sh --test    also what the test suite needs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(gcc meson ninja-build pkg-config libinih-dev libarchive-dev)
+if [ "${1:-}" = "--test" ]; then
+    pkgs+=(libcmocka-dev python3 clang-format libclang-rt-14-dev clang)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ! -f build/build.ninja ]; then
+    meson setup build --buildtype=debugoptimized >/dev/null
+fi
+ninja -C build >/dev/null
+echo "setup: built build/watt"
