@@ -226,7 +226,11 @@ int verb_report(int argc, char **argv)
     struct sample *a = NULL, *b = NULL;
     sense_sample(sense, &a);
     if (o.interval > 0) {
-        sleep_s(o.interval);
+        /* A recorded root does not change with time: its second sample
+         * differs only where watt-faults says so, and the interval is the
+         * nominal one, so replays are reproducible. */
+        if (h->live)
+            sleep_s(o.interval);
         sense_sample(sense, &b);
     }
 
@@ -237,7 +241,7 @@ int verb_report(int argc, char **argv)
         .a = a,
         .b = b,
         .cur = b ? b : a,
-        .interval_s = b ? (double)(b->mono_ns - a->mono_ns) / 1e9 : 0,
+        .interval_s = !b ? 0 : h->live ? (double)(b->mono_ns - a->mono_ns) / 1e9 : o.interval,
         .per_cpu = o.per_cpu,
         .diags = &diags,
     };
