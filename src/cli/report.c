@@ -13,6 +13,12 @@
 #include "cli/report_power.h"
 #include "cli/verbs.h"
 #include "config.h"
+#include "sense/clock.h"
+
+/* TEMPORARY until sense/clock.h lands */
+#ifndef CLOCK_HAS_MODEL
+#define clock_is_vm(x) false
+#endif
 
 static const struct report_section *const sections[] = {
     &report_section_host,      &report_section_power,       &report_section_cstates,
@@ -112,7 +118,7 @@ void report_render_text(const struct report_ctx *c, struct strbuf *out)
 static void report_usage(FILE *f)
 {
     fputs("usage: watt report [--interval SECONDS] [--json] [--root DIR] [--per-cpu]\n"
-          "                   [--model FILE] [--pue X]\n"
+          "                   [--model FILE|NAME] [--pue X]\n"
           "\n"
           "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
           "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
@@ -122,7 +128,8 @@ static void report_usage(FILE *f)
           "  -j, --json         one JSON document (schema: docs/report-json.md)\n"
           "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
           "  -p, --per-cpu      text: a line per CPU even on large machines\n"
-          "  -m, --model FILE   power model for machines without a meter\n"
+          "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
+          "                     or an INI file (docs/power-model.md)\n"
           "      --pue X        facility watts per IT watt (default from the model, 1.5)\n",
           f);
 }
@@ -186,10 +193,16 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
-static int load_model(const struct report_opts *o, struct power_model *m)
+/* --model NAME picks a built-in; anything else is a file. Without it, a VM
+ * gets vm-vcpu (its share of the host) and bare metal specpower-2023. */
+static int load_model(const struct report_opts *o, bool vm, struct power_model *m)
 {
     model_default(m);
-    if (o->model) {
+    if (!o->model && vm)
+        model_builtin("vm-vcpu", m);
+    if (o->model && !strchr(o->model, '/') && model_builtin(o->model, m) == 0) {
+        /* built-in by name */
+    } else if (o->model) {
         _cleanup_free_ char *err = NULL;
         if (model_load(o->model, m, &err) < 0) {
             fprintf(stderr, "watt report: %s\n", err);
@@ -215,9 +228,8 @@ int verb_report(int argc, char **argv)
     if (r != 0)
         return r > 0 ? 0 : 2;
     struct power_model model;
-    if (load_model(&o, &model) < 0)
-        return 2;
-
+    if (load_model(&o, false, &model) < 0)
+        return 2; /* a broken model file fails before any sampling */
     struct host *h;
     if (cli_open_host(o.root, &h) < 0)
         return 1;
@@ -233,6 +245,10 @@ int verb_report(int argc, char **argv)
             sleep_s(o.interval);
         sense_sample(sense, &b);
     }
+
+    /* VM or not is known only after sampling /proc/cpuinfo. */
+    if (!o.model)
+        load_model(&o, clock_is_vm((b ? b : a)->clock), &model);
 
     struct diags diags = {0};
     struct report_ctx c = {
