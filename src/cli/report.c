@@ -205,7 +205,10 @@ static int load_model(const struct report_opts *o, bool vm, struct power_model *
     } else if (o->model) {
         _cleanup_free_ char *err = NULL;
         if (model_load(o->model, m, &err) < 0) {
-            fprintf(stderr, "watt report: %s\n", err);
+            fprintf(stderr, "watt report: %s%s\n", err,
+                    strchr(o->model, '/')
+                        ? ""
+                        : " (built-in models: specpower-2023, vm-vcpu, seed-2011)");
             return -EINVAL;
         }
     }
@@ -257,7 +260,9 @@ int verb_report(int argc, char **argv)
         .a = a,
         .b = b,
         .cur = b ? b : a,
-        .interval_s = !b ? 0 : h->live ? (double)(b->mono_ns - a->mono_ns) / 1e9 : o.interval,
+        .interval_s = !b        ? 0
+                      : h->live ? (double)(b->mono_ns - a->mono_ns) / 1e9
+                                : o.interval,
         .per_cpu = o.per_cpu,
         .diags = &diags,
     };
