@@ -15,11 +15,6 @@
 #include "config.h"
 #include "sense/clock.h"
 
-/* TEMPORARY until sense/clock.h lands */
-#ifndef CLOCK_HAS_MODEL
-#define clock_is_vm(x) false
-#endif
-
 static const struct report_section *const sections[] = {
     &report_section_host,      &report_section_power,       &report_section_cstates,
     &report_section_frequency, &report_section_utilisation, &report_section_interrupts,
@@ -30,6 +25,35 @@ static const struct report_section *const sections[] = {
 const char *report_unavailable(const struct report_ctx *c, enum sampler_id id)
 {
     return c->sense->usable[id] ? NULL : c->sense->why[id];
+}
+
+void report_wrap(struct strbuf *out, const char *first, size_t indent, const char *text)
+{
+    size_t col = strlen(first);
+    strbuf_append(out, first);
+    bool line_empty = true;
+    while (*text) {
+        while (*text == ' ')
+            text++;
+        size_t w = strcspn(text, " ");
+        if (!w)
+            break;
+        if (!line_empty && col + 1 + w > REPORT_WIDTH) {
+            strbuf_putc(out, '\n');
+            strbuf_pad(out, ' ', indent);
+            col = indent;
+            line_empty = true;
+        }
+        if (!line_empty) {
+            strbuf_putc(out, ' ');
+            col++;
+        }
+        strbuf_append_n(out, text, w);
+        col += w;
+        line_empty = false;
+        text += w;
+    }
+    strbuf_putc(out, '\n');
 }
 
 static void add_diags(struct json *j, const struct diags *d)

@@ -46,6 +46,11 @@ extern const struct report_section report_section_advice;
 /* A sampler that could not run here: its reason, else NULL. */
 const char *report_unavailable(const struct report_ctx *c, enum sampler_id id);
 
+/* Append text wrapped at REPORT_WIDTH: the first line starts with
+ * `first`, the following ones with `indent` spaces; words longer than a
+ * line (paths) get a line of their own. */
+void report_wrap(struct strbuf *out, const char *first, size_t indent, const char *text);
+
 /* Render the whole report. */
 void report_render_text(const struct report_ctx *c, struct strbuf *out);
 void report_render_json(const struct report_ctx *c, struct json *j);

@@ -1,13 +1,305 @@
-/* PLACEHOLDER section advice */
+/* "What you could do": each action with its expected saving (and the basis
+ * of that figure) and its latency cost. Savings are estimates: the report
+ * says what they rest on, and `watt report` before and after measures the
+ * real effect. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
 #include "cli/report.h"
+#include "sense/cpufreq.h"
+#include "sense/cpuidle.h"
+#include "sense/devices.h"
+#include "sense/devsafety.h"
+#include "sense/latency.h"
+#include "sense/procstat.h"
 
-static void sj(const struct report_ctx *c, struct json *j)
+/* A core held in a shallow state instead of its deepest one is clock gated
+ * but powered: assume it leaks ~30 % of its active power. An assumption
+ * stated in the output, to be replaced by a measurement. */
+#define SHALLOW_LEAK_SHARE 0.3
+/* What a server draws switched off: its BMC (watt fleet's default). */
+#define STANDBY_W       5.0
+#define IDLE_BUSY_SHARE 0.10
+
+struct advice {
+    char *action;      /* owned */
+    char *why;         /* owned */
+    char *how;         /* owned; NULL when there is no single command */
+    double saving_w;   /* NaN when it cannot be estimated */
+    const char *basis; /* what the saving rests on; static */
+    double latency_us; /* cost per event; NaN when none */
+    char *latency;     /* the cost in words; owned */
+};
+
+struct advice_list {
+    struct advice *v;
+    size_t n, cap;
+};
+
+static struct advice *add(struct advice_list *l)
 {
-    json_null(j);
+    l->v = grow_array(l->v, sizeof(*l->v), l->n, &l->cap);
+    struct advice *a = &l->v[l->n++];
+    *a = (struct advice){.saving_w = NAN, .latency_us = NAN};
+    return a;
 }
 
-static void st(const struct report_ctx *c, struct strbuf *out)
+static double idle_share(const struct report_ctx *c)
 {
+    double busy = c->power->busy_cores;
+    unsigned n = c->power->cores;
+    return isnan(busy) || !n ? 1.0 : 1.0 - busy / n;
 }
 
-const struct report_section report_section_advice = {"advice", "advice", sj, st};
+static double leak_per_cpu(const struct report_ctx *c)
+{
+    return c->power->model.active_per_core_w * SHALLOW_LEAK_SHARE * idle_share(c);
+}
+
+/* Deep states switched off by hand through cpuidle's `disable`. */
+static void advise_disabled_states(const struct report_ctx *c, struct advice_list *l)
+{
+    const struct cpuidle_sample *ci = c->cur->cpuidle;
+    if (!ci || !ci->ncpus)
+        return;
+    for (unsigned k = 1; k < ci->cpus[0].nstates; k++) {
+        struct cpuset cpus = {0};
+        for (unsigned i = 0; i < ci->ncpus; i++)
+            if (k < ci->cpus[i].nstates && ci->cpus[i].state[k].disable == 1)
+                cpuset_add(&cpus, (unsigned)ci->cpus[i].cpu);
+        unsigned n = cpuset_count(&cpus);
+        if (n) {
+            const struct cpuidle_state *st = &ci->cpus[0].state[k];
+            _cleanup_free_ char *list = cpuset_format(&cpus);
+            _cleanup_free_ char *path =
+                host_display_path(c->h, HOST_SYS, "devices/system/cpu/cpuN/cpuidle/stateK/disable");
+            struct advice *a = add(l);
+            a->action = xasprintf("re-enable idle state %s on CPU%s %s", st->name ? st->name : "?",
+                                  n == 1 ? "" : "s", list);
+            a->why = xasprintf("it is disabled in sysfs, so idle CPUs stop in a shallower state");
+            a->how = xasprintf("write 0 to %s (K=%u)", path, k);
+            a->saving_w = leak_per_cpu(c) * n;
+            a->basis = "idle CPUs held shallow leak ~30 % of a busy CPU's power (model)";
+            a->latency_us = st->latency_us == VAL_NONE ? NAN : (double)st->latency_us;
+            a->latency = st->latency_us == VAL_NONE
+                             ? xstrdup("an unknown exit latency per wake-up")
+                             : xasprintf("up to %.0f us exit latency per wake-up", a->latency_us);
+        }
+        cpuset_free(&cpus);
+    }
+}
+
+/* The deepest state a latency constraint keeps off, per CPU. */
+static void advise_constraints(const struct report_ctx *c, struct advice_list *l)
+{
+    const struct cpuidle_sample *ci = c->cur->cpuidle;
+    const struct latency_sample *lat = c->cur->latency;
+    if (!ci || !lat)
+        return;
+    struct cpuset cpus = {0};
+    uint64_t worst = 0;
+    const char *state = NULL;
+    for (unsigned i = 0; i < ci->ncpus; i++) {
+        const struct cpuidle_cpu *cpu = &ci->cpus[i];
+        for (unsigned k = cpu->nstates; k-- > 1;) {
+            const struct cpuidle_state *st = &cpu->state[k];
+            if (st->disable == 1 || st->latency_us == VAL_NONE)
+                continue;
+            if (latency_excludes_state(lat, cpu->cpu, st->latency_us)) {
+                cpuset_add(&cpus, (unsigned)cpu->cpu);
+                if (st->latency_us > worst) {
+                    worst = st->latency_us;
+                    state = st->name;
+                }
+            }
+            break; /* only the deepest enabled state matters */
+        }
+    }
+    unsigned n = cpuset_count(&cpus);
+    if (n) {
+        _cleanup_free_ char *list = cpuset_format(&cpus);
+        struct advice *a = add(l);
+        a->action = xasprintf("hold the latency constraint only while the workload needs it "
+                              "(CPU%s %s)",
+                              n == 1 ? "" : "s", list);
+        a->why = xasprintf("a PM QoS request below %" PRIu64 " us keeps %s off on %u CPU%s "
+                           "all the time",
+                           worst, state ? state : "the deepest state", n, n == 1 ? "" : "s");
+        a->how = xstrdup("release /dev/cpu_dma_latency or pm_qos_resume_latency_us when idle "
+                         "(watt's latency guard does it)");
+        a->saving_w = leak_per_cpu(c) * n;
+        a->basis = "idle CPUs held shallow leak ~30 % of a busy CPU's power (model)";
+        a->latency_us = (double)worst;
+        a->latency = xasprintf("up to %" PRIu64 " us per wake-up while released", worst);
+    }
+    cpuset_free(&cpus);
+}
+
+static void advise_devices(const struct report_ctx *c, struct advice_list *l)
+{
+    if (!c->cur->devices)
+        return;
+    struct device_candidate *v = NULL;
+    size_t n = devices_candidates(c->cur->devices, c->b ? c->a->devices : NULL, &v);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].verdict != DEV_VERDICT_SAFE)
+            continue;
+        const struct device_info *d = v[i].dev;
+        _cleanup_free_ char *path = xasprintf("%s/power/control", d->path);
+        _cleanup_free_ char *shown = host_kernel_path(HOST_SYS, path);
+        struct advice *a = add(l);
+        a->action = d->driver
+                        ? xasprintf("allow runtime PM on %s %s (%s)", d->bus, d->name, d->driver)
+                        : xasprintf("allow runtime PM on %s %s", d->bus, d->name);
+        a->why = xstrdup(v[i].reason ? v[i].reason : "it never suspends");
+        a->how = xasprintf("write auto to %s", shown);
+        a->saving_w = v[i].saving_w;
+        a->basis = v[i].basis;
+        a->latency_us = v[i].resume_ms * 1000.0;
+        a->latency = xasprintf("~%.0f ms per resume", v[i].resume_ms);
+    }
+    device_candidates_free(v, n);
+}
+
+static void advise_governor(const struct report_ctx *c, struct advice_list *l)
+{
+    const struct cpufreq_sample *cf = c->cur->cpufreq;
+    if (!cf)
+        return;
+    unsigned perf_gov = 0, perf_epp = 0;
+    const char *driver = NULL;
+    for (unsigned i = 0; i < cf->ncpus; i++) {
+        perf_gov += streq(cf->cpus[i].governor, "performance");
+        perf_epp += streq(cf->cpus[i].epp, "performance");
+        driver = cf->cpus[i].driver ? cf->cpus[i].driver : driver;
+    }
+    if (!perf_gov && !perf_epp)
+        return;
+    bool pstate = driver && (strstr(driver, "intel_pstate") || strstr(driver, "amd-pstate-epp"));
+    double busy = c->power->busy_cores;
+    struct advice *a = add(l);
+    if (perf_gov) {
+        a->action = xasprintf("switch the cpufreq governor from performance to %s on %u CPUs",
+                              pstate ? "powersave" : "schedutil", perf_gov);
+        a->why = xstrdup("performance keeps the highest frequency whatever the load");
+        a->how = xasprintf("cpupower frequency-set -g %s", pstate ? "powersave" : "schedutil");
+    } else {
+        a->action = xasprintf("set EPP to balance_performance on %u CPUs", perf_epp);
+        a->why = xstrdup("EPP performance asks the hardware for the highest frequency");
+        a->how = xstrdup("write balance_performance to each policy's "
+                         "energy_performance_preference");
+    }
+    /* At low load a lower clock saves part of the active power; assume
+     * 20 % of it (stated), nothing when the load is unknown. */
+    a->saving_w = isnan(busy) ? NAN : 0.2 * busy * c->power->model.active_per_core_w;
+    a->basis = "~20 % of the busy CPUs' active power (model; measure before and after)";
+    a->latency_us = 1000;
+    a->latency = xstrdup("~1 ms to ramp the clock up when load arrives");
+}
+
+static void advise_idle_machine(const struct report_ctx *c, struct advice_list *l)
+{
+    const struct power_summary *ps = c->power;
+    if (isnan(ps->busy_cores) || !ps->cores || isnan(ps->it_w))
+        return;
+    double share = ps->busy_cores / ps->cores;
+    if (share >= IDLE_BUSY_SHARE)
+        return;
+    struct advice *a = add(l);
+    a->action = xstrdup("move this machine's work elsewhere and switch it off");
+    a->why =
+        xasprintf("it is %.1f %% busy: an idle server still draws %.0f W", 100 * share, ps->it_w);
+    a->how = xstrdup("consolidate VMs or services onto busier hosts; power off (IPMI) until "
+                     "load returns");
+    a->saving_w = (ps->it_w - STANDBY_W) * ps->pue;
+    a->basis = "node power now, less 5 W BMC standby, times PUE";
+    a->latency_us = 300e6;
+    a->latency = xstrdup("~300 s to boot when load returns, plus migrations");
+}
+
+static int by_saving(const void *x, const void *y)
+{
+    const struct advice *a = x, *b = y;
+    double sa = isnan(a->saving_w) ? -1 : a->saving_w, sb = isnan(b->saving_w) ? -1 : b->saving_w;
+    return (sa < sb) - (sa > sb);
+}
+
+static void collect(const struct report_ctx *c, struct advice_list *l)
+{
+    advise_idle_machine(c, l);
+    advise_disabled_states(c, l);
+    advise_constraints(c, l);
+    advise_devices(c, l);
+    advise_governor(c, l);
+    if (l->n)
+        qsort(l->v, l->n, sizeof(*l->v), by_saving);
+}
+
+static void free_list(struct advice_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].action);
+        free(l->v[i].why);
+        free(l->v[i].how);
+        free(l->v[i].latency);
+    }
+    free(l->v);
+}
+
+static void advice_json(const struct report_ctx *c, struct json *j)
+{
+    struct advice_list l = {0};
+    collect(c, &l);
+    json_array_begin(j);
+    for (size_t i = 0; i < l.n; i++) {
+        const struct advice *a = &l.v[i];
+        json_object_begin(j);
+        json_kv_string(j, "action", a->action);
+        json_kv_string(j, "why", a->why);
+        json_kv_string(j, "how", a->how);
+        json_kv_double(j, "saving_w", a->saving_w);
+        json_kv_string(j, "saving_basis", a->basis);
+        json_kv_double(j, "latency_cost_us", a->latency_us);
+        json_kv_string(j, "latency_cost", a->latency);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    free_list(&l);
+}
+
+static void advice_text(const struct report_ctx *c, struct strbuf *out)
+{
+    struct advice_list l = {0};
+    collect(c, &l);
+    if (!l.n)
+        strbuf_append(out, "  nothing found to change (this report cannot see everything: "
+                           "see 'Not measured here')\n");
+    for (size_t i = 0; i < l.n && i < 12; i++) {
+        const struct advice *a = &l.v[i];
+        char num[16];
+        snprintf(num, sizeof(num), "  %zu. ", i + 1);
+        report_wrap(out, num, 5, a->action);
+        _cleanup_free_ char *cost =
+            isnan(a->saving_w) ? xasprintf("saves: unknown here; costs %s", a->latency)
+                               : xasprintf("saves ~%.1f W; costs %s", a->saving_w, a->latency);
+        report_wrap(out, "     ", 7, cost);
+        report_wrap(out, "     why: ", 7, a->why);
+        if (a->how)
+            report_wrap(out, "     how: ", 7, a->how);
+        report_wrap(out, "     estimate: ", 7, a->basis);
+    }
+    if (l.n > 12)
+        strbuf_appendf(out, "  ... %zu more in --json\n", l.n - 12);
+    free_list(&l);
+}
+
+const struct report_section report_section_advice = {
+    .key = "advice",
+    .title = "What you could do",
+    .json = advice_json,
+    .text = advice_text,
+};

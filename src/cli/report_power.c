@@ -1,22 +1,156 @@
-/* PLACEHOLDER until the power section is written */
+/* The report's power section: every measured channel, the node figure
+ * (measured, and by what; or estimated, and by which model), and the
+ * facility view (IT watts x PUE). */
 #include "cli/report_power.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/table.h"
+#include "base/util.h"
+#include "sense/clock.h"
+#include "sense/cpufreq.h"
+#include "sense/hwmon.h"
+#include "sense/procstat.h"
+#include "sense/rapl.h"
 
 void report_power_build(const struct report_ctx *c, const struct power_model *m,
                         struct power_summary *ps)
 {
     struct power_readings r = {0};
-    power_summarise(ps, &r, m, cpuset_count(&c->cur->topo.online), NAN, NAN);
+    const struct sample *a = c->a, *b = c->b;
+    if (c->cur->rapl)
+        rapl_power(a->rapl, b ? b->rapl : NULL, c->interval_s, &r, c->diags);
+    if (c->cur->hwmon)
+        hwmon_power(a->hwmon, b ? b->hwmon : NULL, c->interval_s, &r, c->diags);
+    double busy = b ? procstat_busy_cpus(a->procstat, b->procstat) : NAN;
+    double ghz = cpufreq_mean_busy_ghz(b ? a->cpufreq : NULL, c->cur->cpufreq);
+    power_summarise(ps, &r, m, cpuset_count(&c->cur->topo.online), busy, ghz);
 }
 
-static void sj(const struct report_ctx *c, struct json *j)
+static void channel_json(const struct power_reading *p, struct json *j)
 {
-    json_null(j);
+    json_object_begin(j);
+    json_kv_string(j, "source", p->source);
+    json_kv_string(j, "via", p->via);
+    json_kv_string(j, "domain", p->domain);
+    json_kv_string(j, "label", p->label[0] ? p->label : NULL);
+    json_kv_string(j, "scope", power_scope_name(p->scope));
+    if (p->package >= 0)
+        json_kv_i64(j, "package", p->package);
+    else
+        json_kv_null(j, "package");
+    json_kv_double(j, "joules", p->joules);
+    json_kv_double(j, "delta_j", p->delta_j);
+    json_kv_double(j, "watts", p->watts);
+    json_object_end(j);
 }
 
-static void st(const struct report_ctx *c, struct strbuf *out)
+static void model_json(const struct power_summary *ps, struct json *j)
 {
+    const struct power_model *m = &ps->model;
+    json_object_begin(j);
+    json_kv_string(j, "name", m->name);
+    json_kv_string(j, "source", m->source);
+    json_kv_string(j, "description", m->description);
+    json_kv_double(j, "idle_base_w", m->idle_base_w);
+    json_kv_double(j, "idle_per_cpu_w", m->idle_per_core_w);
+    json_kv_double(j, "active_per_cpu_w", m->active_per_core_w);
+    json_kv_double(j, "ref_ghz", m->ref_ghz);
+    json_kv_double(j, "ghz_exponent", m->ghz_exponent);
+    json_kv_double(j, "error_pct", m->error_pct);
+    json_kv_u64(j, "cpus", ps->cores);
+    json_kv_double(j, "busy_cpus", ps->busy_cores);
+    json_kv_double(j, "ghz", ps->ghz);
+    json_kv_double(j, "estimated_w", ps->estimated_w);
+    json_object_end(j);
 }
 
-const struct report_section report_section_power = {"power", "power", sj, st};
+static void power_json(const struct report_ctx *c, struct json *j)
+{
+    const struct power_summary *ps = c->power;
+    json_object_begin(j);
+    json_kv_bool(j, "measured", ps->measured);
+    json_kv_string(j, "source", ps->source);
+    json_kv_string(j, "coverage", ps->coverage);
+    json_kv_double(j, "it_w", ps->it_w);
+    json_kv_double(j, "estimated_w", ps->estimated_w);
+    json_key(j, "facility");
+    json_object_begin(j);
+    json_kv_double(j, "pue", ps->pue);
+    json_kv_double(j, "facility_w", ps->facility_w);
+    json_kv_double(j, "overhead_w", ps->facility_w - ps->it_w);
+    json_object_end(j);
+    json_key(j, "model");
+    model_json(ps, j);
+    json_key(j, "channels");
+    json_array_begin(j);
+    for (size_t i = 0; i < ps->readings.n; i++)
+        channel_json(&ps->readings.v[i], j);
+    json_array_end(j);
+    json_object_end(j);
+}
+
+static char *fmt_num(double v, int decimals)
+{
+    return isnan(v) ? xstrdup("-") : xasprintf("%.*f", decimals, v);
+}
+
+static void channels_text(const struct power_summary *ps, struct strbuf *out)
+{
+    struct table t;
+    table_init(&t, "source", "via", "domain", "scope", ">W", ">J (cumulative)", NULL);
+    for (size_t i = 0; i < ps->readings.n; i++) {
+        const struct power_reading *p = &ps->readings.v[i];
+        _cleanup_free_ char *w = fmt_num(p->watts, 2);
+        _cleanup_free_ char *jl = fmt_num(p->joules, 3);
+        table_add(&t, p->source, p->via, p->domain, power_scope_name(p->scope), w, jl);
+    }
+    table_render(&t, out, REPORT_WIDTH);
+    table_free(&t);
+}
+
+static void node_text(const struct report_ctx *c, struct strbuf *out)
+{
+    const struct power_summary *ps = c->power;
+    const struct power_model *m = &ps->model;
+    if (ps->measured)
+        strbuf_appendf(out, "  node: %.1f W measured (%s)\n  covers %s\n", ps->it_w, ps->source,
+                       ps->coverage);
+    else if (!isnan(ps->it_w))
+        strbuf_appendf(out, "  node: %.1f W estimated (%s, ±%.0f %%)\n", ps->it_w, m->name,
+                       m->error_pct);
+    else
+        strbuf_appendf(out,
+                       "  node: - (estimated by %s, but one snapshot has no utilisation; "
+                       "use --interval)\n",
+                       m->name);
+    if (!ps->readings.n)
+        strbuf_append(out, "  no power meter found: no RAPL (powercap or perf power PMU), "
+                           "no hwmon power sensor, no ACPI power meter\n");
+    if (!ps->measured)
+        strbuf_appendf(out, "  model %s (%s): %s\n", m->name, m->source, m->description);
+    if (!isnan(ps->busy_cores))
+        strbuf_appendf(out, "  model inputs: %.2f of %u CPUs busy%s\n", ps->busy_cores, ps->cores,
+                       isnan(ps->ghz) ? "" : "");
+    if (ps->measured && !isnan(ps->estimated_w))
+        strbuf_appendf(out, "  the model (%s) would estimate %.1f W\n", m->name, ps->estimated_w);
+    if (!isnan(ps->facility_w))
+        strbuf_appendf(out, "  facility at PUE %.2f: %.1f W (%.1f W cooling and power delivery)\n",
+                       ps->pue, ps->facility_w, ps->facility_w - ps->it_w);
+}
+
+static void power_text(const struct report_ctx *c, struct strbuf *out)
+{
+    node_text(c, out);
+    if (c->power->readings.n)
+        channels_text(c->power, out);
+}
+
+const struct report_section report_section_power = {
+    .key = "power",
+    .title = "Power",
+    .json = power_json,
+    .text = power_text,
+};

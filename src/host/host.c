@@ -94,6 +94,11 @@ char *host_display_path(const struct host *h, enum host_dir d, const char *path)
     return xasprintf("%s/%s%s%s", h->root, dir_names[d], sep, path);
 }
 
+char *host_kernel_path(enum host_dir d, const char *path)
+{
+    return xasprintf("/%s%s%s", dir_names[d], d == HOST_ROOTDIR ? "" : "/", path);
+}
+
 static int dirfd_of(struct host *h, enum host_dir d)
 {
     return h->fd[d] >= 0 ? h->fd[d] : -ENOENT;

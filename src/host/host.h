@@ -53,6 +53,10 @@ void host_set_recorder(struct host *h, struct host_recorder *rec);
  * root when it is not "/". Owned by the caller. */
 char *host_display_path(const struct host *h, enum host_dir d, const char *path);
 
+/* The path as it is on the machine the tree came from ("/sys/devices/..."),
+ * without the root: for commands a user would run there. Owned. */
+char *host_kernel_path(enum host_dir d, const char *path);
+
 /* Whole file, NUL-terminated (the length excludes the NUL). Files larger
  * than 64 MiB give -EFBIG. */
 int host_read(struct host *h, enum host_dir d, const char *path, char **ret, size_t *ret_len);
