@@ -114,7 +114,8 @@ static void text_diags(struct strbuf *out, const struct diags *d, size_t *shown)
         }
         if (*shown >= 40)
             continue;
-        strbuf_appendf(out, "  %s: %s\n", d->v[i].where, d->v[i].what);
+        _cleanup_free_ char *line = xasprintf("%s: %s", d->v[i].where, d->v[i].what);
+        report_wrap(out, "  ", 6, line);
     }
 }
 
@@ -127,8 +128,11 @@ void report_render_text(const struct report_ctx *c, struct strbuf *out)
     size_t total = c->a->diags.n + (c->b ? c->b->diags.n : 0) + c->diags->n;
     strbuf_append(out, "\nNot measured here\n");
     for (int i = 0; i < _SAMPLER_MAX; i++)
-        if (!c->sense->usable[i])
-            strbuf_appendf(out, "  %-9s %s\n", sampler_table[i]->name, c->sense->why[i]);
+        if (!c->sense->usable[i]) {
+            char first[32];
+            snprintf(first, sizeof(first), "  %-9s ", sampler_table[i]->name);
+            report_wrap(out, first, 12, c->sense->why[i]);
+        }
     if (total) {
         size_t shown = 0;
         strbuf_appendf(out, "\nProblems (%zu): these values are absent from the report\n", total);

@@ -115,10 +115,11 @@ static void node_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct power_summary *ps = c->power;
     const struct power_model *m = &ps->model;
-    if (ps->measured)
-        strbuf_appendf(out, "  node: %.1f W measured (%s)\n  covers %s\n", ps->it_w, ps->source,
-                       ps->coverage);
-    else if (!isnan(ps->it_w))
+    if (ps->measured) {
+        strbuf_appendf(out, "  node: %.1f W measured (%s)\n", ps->it_w, ps->source);
+        _cleanup_free_ char *line = xasprintf("covers %s", ps->coverage);
+        report_wrap(out, "  ", 4, line);
+    } else if (!isnan(ps->it_w))
         strbuf_appendf(out, "  node: %.1f W estimated (%s, ±%.0f %%)\n", ps->it_w, m->name,
                        m->error_pct);
     else
@@ -127,10 +128,14 @@ static void node_text(const struct report_ctx *c, struct strbuf *out)
                        "use --interval)\n",
                        m->name);
     if (!ps->readings.n)
-        strbuf_append(out, "  no power meter found: no RAPL (powercap or perf power PMU), "
-                           "no hwmon power sensor, no ACPI power meter\n");
-    if (!ps->measured)
-        strbuf_appendf(out, "  model %s (%s): %s\n", m->name, m->source, m->description);
+        report_wrap(out, "  ", 4,
+                    "no power meter found: no RAPL (powercap or perf power PMU), no hwmon "
+                    "power sensor, no ACPI power meter");
+    if (!ps->measured) {
+        _cleanup_free_ char *line =
+            xasprintf("model %s (%s): %s", m->name, m->source, m->description);
+        report_wrap(out, "  ", 4, line);
+    }
     if (!isnan(ps->busy_cores))
         strbuf_appendf(out, "  model inputs: %.2f of %u CPUs busy%s\n", ps->busy_cores, ps->cores,
                        isnan(ps->ghz) ? "" : "");

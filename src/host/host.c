@@ -113,6 +113,11 @@ static char *real_rel_path(struct host *h, int fd)
     if (n < 0)
         return NULL;
     buf[n] = '\0';
+    /* procfs files opened through /proc/self (net/route) read back as
+     * "... (deleted)" once the thread's dentry is gone: the path is valid. */
+    size_t bl = (size_t)n;
+    if (bl > 10 && streq(buf + bl - 10, " (deleted)"))
+        buf[bl - 10] = '\0';
     size_t rl = strlen(h->root_real);
     if (streq(h->root_real, "/"))
         return xstrdup(buf + 1);
@@ -121,7 +126,29 @@ static char *real_rel_path(struct host *h, int fd)
     return xstrdup(buf[rl] ? buf + rl + 1 : "");
 }
 
-/* Record each symlink met along `path` so a replay resolves the same way. */
+static void record_one_link(struct host *h, const char *p)
+{
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(h->fd[HOST_ROOTDIR], p, target, sizeof(target) - 1);
+    if (n < 0)
+        return;
+    target[n] = '\0';
+    const char *slash = strrchr(p, '/');
+    _cleanup_free_ char *parent = slash ? strndup(p, (size_t)(slash - p)) : xstrdup(".");
+    _cleanup_close_ int pfd = openat(h->fd[HOST_ROOTDIR], parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    _cleanup_free_ char *real_parent = real_rel_path(h, pfd);
+    if (!real_parent)
+        return;
+    _cleanup_free_ char *at = *real_parent ? xasprintf("%s/%s", real_parent, slash ? slash + 1 : p)
+                                           : xstrdup(slash ? slash + 1 : p);
+    h->rec->link(h->rec->ud, at, target);
+}
+
+/* Record each symlink met along `path` so a replay resolves the same way.
+ * A link is recorded where it really is: under its parent's real path, so
+ * a link below another link (class/hwmon/hwmon2/device) unpacks. */
 static void record_links(struct host *h, enum host_dir d, const char *path)
 {
     _cleanup_free_ char *p = xasprintf("%s/%s", dir_names[d], path);
@@ -129,14 +156,8 @@ static void record_links(struct host *h, enum host_dir d, const char *path)
         if (s)
             *s = '\0';
         struct stat st;
-        if (fstatat(h->fd[HOST_ROOTDIR], p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
-            char target[PATH_MAX];
-            ssize_t n = readlinkat(h->fd[HOST_ROOTDIR], p, target, sizeof(target) - 1);
-            if (n >= 0) {
-                target[n] = '\0';
-                h->rec->link(h->rec->ud, p, target);
-            }
-        }
+        if (fstatat(h->fd[HOST_ROOTDIR], p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+            record_one_link(h, p);
         if (!s)
             break;
         *s = '/';
@@ -331,17 +352,45 @@ int host_link_name(struct host *h, enum host_dir d, const char *path, char **ret
     return 0;
 }
 
+/* A snapshot must answer existence checks as the machine did: record
+ * what exists (a file with its content, a directory as a directory). */
+static void record_existing(struct host *h, enum host_dir d, const char *path,
+                            const struct stat *st)
+{
+    if (S_ISDIR(st->st_mode)) {
+        _cleanup_close_ int fd = open_at(h, d, path, O_PATH | O_DIRECTORY);
+        if (fd < 0)
+            return;
+        record_links(h, d, path);
+        _cleanup_free_ char *real = real_rel_path(h, fd);
+        if (real)
+            h->rec->dir(h->rec->ud, real);
+    } else if (S_ISREG(st->st_mode)) {
+        _cleanup_free_ char *content = NULL;
+        (void)host_read(h, d, path, &content, NULL); /* records it */
+    }
+}
+
 bool host_exists(struct host *h, enum host_dir d, const char *path)
 {
+    struct stat st;
     int dfd = dirfd_of(h, d);
-    return dfd >= 0 && faccessat(dfd, path, F_OK, 0) == 0;
+    if (dfd < 0 || fstatat(dfd, path, &st, 0) < 0)
+        return false;
+    if (h->rec)
+        record_existing(h, d, path, &st);
+    return true;
 }
 
 bool host_is_dir(struct host *h, enum host_dir d, const char *path)
 {
     struct stat st;
     int dfd = dirfd_of(h, d);
-    return dfd >= 0 && fstatat(dfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
+    if (dfd < 0 || fstatat(dfd, path, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+        return false;
+    if (h->rec)
+        record_existing(h, d, path, &st);
+    return true;
 }
 
 int host_write(struct host *h, enum host_dir d, const char *path, const char *value)

@@ -10,10 +10,12 @@ echo "$out"
 # Every line fits 100 columns.
 long=$(awk 'length > 100' <<<"$out")
 [ -z "$long" ] || { echo "FAIL: lines over 100 columns:"; echo "$long"; fail=1; }
-json=$("$W" report --interval 0.2 --json) || { echo "FAIL: --json exited $?"; exit 1; }
-python3 - "$json" <<'PY' || fail=1
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+"$W" report --interval 0.2 --json >"$tmp" || { echo "FAIL: --json exited $?"; exit 1; }
+python3 - "$tmp" <<'PY' || fail=1
 import json, sys, os
-r = json.loads(sys.argv[1])
+r = json.load(open(sys.argv[1]))
 assert r["schema"] == "watt-report/1", r["schema"]
 assert r["live"] is True
 # The real cpuidle states of this machine.

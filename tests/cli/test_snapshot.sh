@@ -7,13 +7,13 @@ F=${WATT_FIXTURES:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-norm() { # drop what legitimately differs: the root and the cost of sampling
+norm() { # drop what legitimately differs: the root ($1) and the cost of sampling
     python3 -c '
 import json, sys
-r = json.load(sys.stdin)
+r = json.loads(sys.stdin.read().replace(sys.argv[1], "ROOT"))
 for k in ("root", "sample_cost_ms"):
     r.pop(k, None)
-print(json.dumps(r, indent=1, sort_keys=True))'
+print(json.dumps(r, indent=1, sort_keys=True))' "$1"
 }
 for name in node_exporter intel-2s amd-epyc; do
     src="$F/$name"
@@ -25,8 +25,8 @@ for name in node_exporter intel-2s amd-epyc; do
     n_src=$(find "$src" -type f | wc -l); n_snap=$(find "$tmp/$name" -type f | wc -l)
     echo "$name: $n_snap files recorded of $n_src"
     [ "$n_snap" -lt "$n_src" ] || { echo "FAIL: $name: snapshot is not selective"; fail=1; }
-    "$W" report --root "$src" --interval 0 --json | norm >"$tmp/a.json"
-    "$W" report --root "$tmp/$name" --interval 0 --json | norm >"$tmp/b.json"
+    "$W" report --root "$src" --interval 0 --json | norm "$src" >"$tmp/a.json"
+    "$W" report --root "$tmp/$name" --interval 0 --json | norm "$tmp/$name" >"$tmp/b.json"
     if ! diff -u "$tmp/a.json" "$tmp/b.json" >"$tmp/diff"; then
         echo "FAIL: $name: replayed report differs"; head -40 "$tmp/diff"; fail=1
     fi
