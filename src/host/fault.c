@@ -17,6 +17,15 @@ static const struct {
     {"ENODATA", ENODATA}, {"EINVAL", EINVAL}, {"EBUSY", EBUSY}, {"ENODEV", ENODEV},
 };
 
+static int cmp_fault(const void *a, const void *b)
+{
+    const struct host_fault *x = a, *y = b;
+    if (x->dir != y->dir)
+        return (int)x->dir - (int)y->dir;
+    int c = strcmp(x->path, y->path);
+    return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
 static int parse_fault(char *line, struct host_fault *f)
 {
     char *path = strtok(line, " \t");
@@ -39,6 +48,8 @@ static int parse_fault(char *line, struct host_fault *f)
         return -EBADMSG;
     if (action[0] == '=') {
         f->value = xasprintf("%s\n", action + 1);
+    } else if (action[0] == '@' && action[1] && action[1] != '/' && !strstr(action, "..")) {
+        f->file = xstrdup(action + 1);
     } else {
         for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
             if (streq(action, errnos[i].name))
@@ -59,6 +70,7 @@ static int parse_fault(char *line, struct host_fault *f)
 bad:
     free(f->path);
     free(f->value);
+    free(f->file);
     return -EBADMSG;
 }
 
@@ -88,8 +100,12 @@ int fault_load(int rootfd, struct host_fault **ret, size_t *ret_n)
             fault_free(v, n);
             return r;
         }
+        v[n].order = (unsigned)n;
         n++;
     }
+    /* Sorted for bsearch; equal paths stay in line order. */
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_fault);
     *ret = v;
     *ret_n = n;
     return 0;
@@ -97,13 +113,19 @@ int fault_load(int rootfd, struct host_fault **ret, size_t *ret_n)
 
 struct host_fault *fault_match(struct host_fault *v, size_t n, enum host_dir d, const char *path)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].dir != d || !streq(v[i].path, path))
-            continue;
-        v[i].seen++;
-        return v[i].seen >= v[i].from ? &v[i] : NULL;
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first entry not below (d, path) */
+        size_t mid = lo + (hi - lo) / 2;
+        int c = v[mid].dir != d ? (int)v[mid].dir - (int)d : strcmp(v[mid].path, path);
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return NULL;
+    if (lo == n || v[lo].dir != d || !streq(v[lo].path, path))
+        return NULL;
+    v[lo].seen++;
+    return v[lo].seen >= v[lo].from ? &v[lo] : NULL;
 }
 
 void fault_free(struct host_fault *v, size_t n)
@@ -111,6 +133,7 @@ void fault_free(struct host_fault *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(v[i].path);
         free(v[i].value);
+        free(v[i].file);
     }
     free(v);
 }

@@ -4,10 +4,13 @@
  * going offline between two samples, a counter going backwards).
  * Never read on a live root.
  *
- * One fault a line:  PATH  ERRNO|=VALUE  [from=N]
- *   PATH   root-relative, as watt asks for it ("sys/class/powercap/...")
+ * One fault a line:  PATH  ERRNO|=VALUE|@FILE  [from=N]
+ *   PATH   root-relative, as watt asks for it ("sys/class/powercap/...");
+ *          one fault per path (the first one listed wins)
  *   ERRNO  a name: EACCES EPERM EIO ENOENT ENODATA EINVAL EBUSY ENODEV
  *   =VALUE the file reads as VALUE followed by a newline
+ *   @FILE  the file reads as the root-relative FILE does (a later
+ *          /proc/stat, say, so a second sample shows the machine moving on)
  *   from=N the fault applies from the N-th access on (default 1) */
 #pragma once
 
@@ -20,8 +23,10 @@ struct host_fault {
     char *path;  /* relative to dir */
     int err;     /* positive errno, or 0 with value set */
     char *value; /* "12345\n" */
+    char *file;  /* root-relative file to read instead */
     unsigned from;
     unsigned seen;
+    unsigned order; /* line order, so the first fault of a path wins */
 };
 
 /* Missing file: no faults. A malformed line gives -EBADMSG. */

@@ -178,6 +178,8 @@ int host_read(struct host *h, enum host_dir d, const char *path, char **ret, siz
     struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
     if (f && f->err)
         return -f->err;
+    if (f && f->file)
+        return host_read(h, HOST_ROOTDIR, f->file, ret, ret_len);
     if (f && f->value) {
         if (ret_len)
             *ret_len = strlen(f->value);

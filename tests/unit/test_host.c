@@ -62,9 +62,12 @@ static void test_reads_and_faults(void **state)
     tree_write(root, "sys/a/garbage", "12x\n");
     tree_write(root, "sys/a/energy_uj", "100\n");
     tree_write(root, "sys/a/secret", "5\n");
+    tree_write(root, "later/stat", "cpu 9 9 9\n");
     tree_write(root, "watt-faults",
                "# comment\nsys/a/secret EACCES\n"
-               "sys/a/energy_uj =50 from=2\n");
+               "sys/a/energy_uj =50 from=2\n"
+               "sys/a/energy_uj EIO\n" /* a second fault for a path is ignored */
+               "proc/stat @later/stat from=2\n");
     struct host *h;
     assert_int_equal(host_open(root, &h), 0);
     assert_false(h->live);
@@ -76,6 +79,13 @@ static void test_reads_and_faults(void **state)
     assert_int_equal(v, 100);
     assert_int_equal(host_read_u64(h, HOST_SYS, "a/energy_uj", &v), 0);
     assert_int_equal(v, 50); /* the counter went backwards on the second read */
+    char *text;
+    assert_int_equal(host_read(h, HOST_PROC, "stat", &text, NULL), 0);
+    assert_string_equal(text, "cpu 1 2 3\n");
+    free(text);
+    assert_int_equal(host_read(h, HOST_PROC, "stat", &text, NULL), 0);
+    assert_string_equal(text, "cpu 9 9 9\n"); /* a later /proc/stat */
+    free(text);
     char *p = host_display_path(h, HOST_SYS, "a/secret");
     assert_non_null(strstr(p, "/sys/a/secret"));
     free(p);
