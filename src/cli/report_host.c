@@ -6,12 +6,6 @@
 #include "cli/report.h"
 #include "sense/clock.h"
 
-/* TEMPORARY until sense/clock.h lands */
-#ifndef CLOCK_HAS_MODEL
-#define clock_cpu_model(x) ((const char *)NULL)
-#define clock_is_vm(x)     false
-#endif
-
 static void cpus_json(struct json *j, const char *key, const struct cpuset *set)
 {
     _cleanup_free_ char *s = cpuset_format(set);

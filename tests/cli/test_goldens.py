@@ -72,6 +72,15 @@ def main():
                     print("\n".join(list(d)[:60]))
                     print(f"FAIL: {name} differs")
                     failed += 1
+    # $WATT_ROOT selects the root like --root does.
+    root = os.path.join(FIX, "intel-2s")
+    a = subprocess.run([WATT, "report", "--root", root, "--interval", "0", "--json"],
+                       capture_output=True, text=True).stdout
+    b = subprocess.run([WATT, "report", "--interval", "0", "--json"], capture_output=True,
+                       text=True, env=dict(os.environ, WATT_ROOT=root)).stdout
+    if normalise_json(a, root) != normalise_json(b, root):
+        print("FAIL: WATT_ROOT and --root give different reports")
+        failed += 1
     print(f"goldens: {failed} failed")
     return 1 if failed else 0
 
