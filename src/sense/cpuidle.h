@@ -1,7 +1,7 @@
 /* cpuidle: per-CPU idle states (Documentation/admin-guide/pm/cpuidle.rst).
- * Under /sys/devices/system/cpu/cpuN/cpuidle/stateK/: name, desc, latency
- * (exit latency, µs), residency (target residency, µs), usage (entries),
- * time (µs spent), disable (0/1), above/below (misses); and the driver and
+ * Under /sys/devices/system/cpu/cpuN/cpuidle/stateK/: name, desc (first
+ * CPU only), latency (exit latency, µs), residency (target residency, µs),
+ * usage (entries), time (µs spent), disable (0/1); and the driver and
  * governor in /sys/devices/system/cpu/cpuidle/. */
 #pragma once
 
@@ -12,13 +12,12 @@
 #include "sense/sampler.h"
 
 struct cpuidle_state {
-    char *name; /* "C6", "POLL"; owned, NULL when unreadable */
-    char *desc;
+    char *name;            /* "C6", "POLL"; owned, NULL when unreadable */
+    char *desc;            /* read for the first CPU only; NULL elsewhere */
     uint64_t latency_us;   /* VAL_NONE when unreadable */
     uint64_t residency_us; /* VAL_NONE when unreadable */
     uint64_t usage;        /* entries, cumulative */
     uint64_t time_us;      /* cumulative */
-    uint64_t above, below; /* VAL_NONE on kernels without them */
     int disable;           /* 0/1; -1 when unreadable */
 };
 
