@@ -3,6 +3,7 @@
  * their machine to a bug report and a test can replay it with --root. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -18,6 +19,55 @@
 #include "cli/verbs.h"
 #include "config.h"
 #include "sense/sampler.h"
+
+/* libarchive is loaded only by this verb: linked in, it and its own
+ * dependencies (libxml2, ICU, libstdc++) cost every `watt report` ~2 ms
+ * of start-up, half of its budget. */
+#define ARCHIVE_FUNCS(X)                       \
+    X(archive_write_new)                       \
+    X(archive_write_set_format_pax_restricted) \
+    X(archive_write_open_fd)                   \
+    X(archive_write_open_filename)             \
+    X(archive_error_string)                    \
+    X(archive_write_free)                      \
+    X(archive_entry_new)                       \
+    X(archive_entry_set_pathname)              \
+    X(archive_entry_set_mtime)                 \
+    X(archive_entry_set_uid)                   \
+    X(archive_entry_set_gid)                   \
+    X(archive_entry_set_filetype)              \
+    X(archive_entry_set_perm)                  \
+    X(archive_entry_set_symlink)               \
+    X(archive_entry_set_size)                  \
+    X(archive_write_header)                    \
+    X(archive_write_data)                      \
+    X(archive_entry_free)                      \
+    X(archive_write_close)
+
+static struct {
+#define DECLARE(name) __typeof__(name) *name;
+    ARCHIVE_FUNCS(DECLARE)
+#undef DECLARE
+} la;
+
+static int load_libarchive(void)
+{
+    void *dl = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        fprintf(stderr,
+                "watt snapshot: cannot load libarchive: %s (apt-get install libarchive13)\n",
+                dlerror());
+        return -ENOENT;
+    }
+#define LOAD(name)                                                      \
+    if (!(la.name = (__typeof__(la.name))dlsym(dl, #name))) {           \
+        fprintf(stderr, "watt snapshot: libarchive lacks %s\n", #name); \
+        return -ENOENT;                                                 \
+    }
+    ARCHIVE_FUNCS(LOAD)
+#undef LOAD
+    return 0;
+}
 
 enum rec_kind { REC_DIR, REC_LINK, REC_FILE };
 
@@ -85,32 +135,32 @@ static void rec_free(struct recording *r)
 
 static int write_entry(struct archive *a, const struct rec *e, time_t now)
 {
-    struct archive_entry *ae = archive_entry_new();
-    archive_entry_set_pathname(ae, e->path);
-    archive_entry_set_mtime(ae, now, 0);
-    archive_entry_set_uid(ae, 0);
-    archive_entry_set_gid(ae, 0);
+    struct archive_entry *ae = la.archive_entry_new();
+    la.archive_entry_set_pathname(ae, e->path);
+    la.archive_entry_set_mtime(ae, now, 0);
+    la.archive_entry_set_uid(ae, 0);
+    la.archive_entry_set_gid(ae, 0);
     switch (e->kind) {
     case REC_DIR:
-        archive_entry_set_filetype(ae, AE_IFDIR);
-        archive_entry_set_perm(ae, 0755);
+        la.archive_entry_set_filetype(ae, AE_IFDIR);
+        la.archive_entry_set_perm(ae, 0755);
         break;
     case REC_LINK:
-        archive_entry_set_filetype(ae, AE_IFLNK);
-        archive_entry_set_perm(ae, 0777);
-        archive_entry_set_symlink(ae, e->data);
+        la.archive_entry_set_filetype(ae, AE_IFLNK);
+        la.archive_entry_set_perm(ae, 0777);
+        la.archive_entry_set_symlink(ae, e->data);
         break;
     case REC_FILE:
-        archive_entry_set_filetype(ae, AE_IFREG);
-        archive_entry_set_perm(ae, 0444);
-        archive_entry_set_size(ae, (la_int64_t)e->len);
+        la.archive_entry_set_filetype(ae, AE_IFREG);
+        la.archive_entry_set_perm(ae, 0444);
+        la.archive_entry_set_size(ae, (la_int64_t)e->len);
         break;
     }
-    int r = archive_write_header(a, ae);
+    int r = la.archive_write_header(a, ae);
     if (r == ARCHIVE_OK && e->kind == REC_FILE && e->len)
-        r = archive_write_data(a, e->data, e->len) == (la_ssize_t)e->len ? ARCHIVE_OK
-                                                                         : ARCHIVE_FATAL;
-    archive_entry_free(ae);
+        r = la.archive_write_data(a, e->data, e->len) == (la_ssize_t)e->len ? ARCHIVE_OK
+                                                                            : ARCHIVE_FATAL;
+    la.archive_entry_free(ae);
     return r == ARCHIVE_OK ? 0 : -EIO;
 }
 
@@ -134,13 +184,13 @@ static char *describe(const struct sense *s, const struct sample *smp, const cha
 static int write_tar(const char *out, struct recording *rec, const char *meta)
 {
     qsort(rec->v, rec->n, sizeof(*rec->v), rec_cmp);
-    struct archive *a = archive_write_new();
-    archive_write_set_format_pax_restricted(a);
-    int r = streq(out, "-") ? archive_write_open_fd(a, STDOUT_FILENO)
-                            : archive_write_open_filename(a, out);
+    struct archive *a = la.archive_write_new();
+    la.archive_write_set_format_pax_restricted(a);
+    int r = streq(out, "-") ? la.archive_write_open_fd(a, STDOUT_FILENO)
+                            : la.archive_write_open_filename(a, out);
     if (r != ARCHIVE_OK) {
-        fprintf(stderr, "watt snapshot: cannot write %s: %s\n", out, archive_error_string(a));
-        archive_write_free(a);
+        fprintf(stderr, "watt snapshot: cannot write %s: %s\n", out, la.archive_error_string(a));
+        la.archive_write_free(a);
         return -EIO;
     }
     time_t now = time(NULL);
@@ -152,11 +202,11 @@ static int write_tar(const char *out, struct recording *rec, const char *meta)
             continue;
         err = write_entry(a, &rec->v[i], now);
     }
-    if (archive_write_close(a) != ARCHIVE_OK)
+    if (la.archive_write_close(a) != ARCHIVE_OK)
         err = -EIO;
     if (err)
-        fprintf(stderr, "watt snapshot: writing %s failed: %s\n", out, archive_error_string(a));
-    archive_write_free(a);
+        fprintf(stderr, "watt snapshot: writing %s failed: %s\n", out, la.archive_error_string(a));
+    la.archive_write_free(a);
     return err;
 }
 
@@ -202,6 +252,8 @@ int verb_snapshot(int argc, char **argv)
                 out ? "unexpected argument" : "-o FILE.tar is required");
         return 2;
     }
+    if (load_libarchive() < 0)
+        return 1;
     struct host *h;
     if (cli_open_host(root, &h) < 0)
         return 1;
