@@ -173,9 +173,13 @@ static int open_at(struct host *h, enum host_dir d, const char *path, int flags)
     return fd < 0 ? -errno : fd;
 }
 
-int host_read(struct host *h, enum host_dir d, const char *path, char **ret, size_t *ret_len)
+/* The common read: `path` is the full path under d (for faults, the
+ * recorder and messages); the file is opened as `rel` under `dfd`, which
+ * is d's fd or a directory handle's (a short path is a cheap lookup). */
+static int read_file(struct host *h, enum host_dir d, const char *path, int dfd, const char *rel,
+                     char **ret, size_t *ret_len)
 {
-    struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
+    struct host_fault *f = h->nfault ? fault_match(h->fault, h->nfault, d, path) : NULL;
     if (f && f->err)
         return -f->err;
     if (f && f->file)
@@ -186,10 +190,11 @@ int host_read(struct host *h, enum host_dir d, const char *path, char **ret, siz
         *ret = xstrdup(f->value);
         return 0;
     }
-
-    _cleanup_close_ int fd = open_at(h, d, path, O_RDONLY | O_NOCTTY);
+    if (dfd < 0)
+        return dfd;
+    _cleanup_close_ int fd = openat(dfd, rel, O_RDONLY | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
-        return fd;
+        return -errno;
     struct strbuf b = {0};
     char chunk[16384];
     for (;;) {
@@ -225,6 +230,64 @@ int host_read(struct host *h, enum host_dir d, const char *path, char **ret, siz
         *ret_len = b.len;
     *ret = strbuf_steal(&b);
     return 0;
+}
+
+int host_read(struct host *h, enum host_dir d, const char *path, char **ret, size_t *ret_len)
+{
+    return read_file(h, d, path, dirfd_of(h, d), path, ret, ret_len);
+}
+
+int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host_dirh *ret)
+{
+    int dfd = dirfd_of(h, d);
+    if (dfd < 0)
+        return dfd;
+    int fd = openat(dfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    *ret = (struct host_dirh){.h = h, .d = d, .fd = fd, .path = xstrdup(path)};
+    return 0;
+}
+
+void host_dir_close(struct host_dirh *dh)
+{
+    if (dh->fd >= 0)
+        close(dh->fd);
+    free(dh->path);
+    *dh = (struct host_dirh){.fd = -1};
+}
+
+int host_dir_read(struct host_dirh *dh, const char *name, char **ret, size_t *ret_len)
+{
+    char full[PATH_MAX];
+    int n = snprintf(full, sizeof(full), "%s/%s", dh->path, name);
+    if (n < 0 || (size_t)n >= sizeof(full))
+        return -ENAMETOOLONG;
+    return read_file(dh->h, dh->d, full, dh->fd, name, ret, ret_len);
+}
+
+int host_dir_read_str(struct host_dirh *dh, const char *name, char **ret)
+{
+    char *s;
+    size_t len;
+    int r = host_dir_read(dh, name, &s, &len);
+    if (r < 0)
+        return r;
+    if (strlen(s) != len) {
+        free(s);
+        return -EINVAL;
+    }
+    *ret = strip_trailing(s);
+    return 0;
+}
+
+int host_dir_read_u64(struct host_dirh *dh, const char *name, uint64_t *ret)
+{
+    _cleanup_free_ char *s = NULL;
+    int r = host_dir_read(dh, name, &s, NULL);
+    if (r < 0)
+        return r;
+    return parse_u64(s, ret);
 }
 
 int host_read_str(struct host *h, enum host_dir d, const char *path, char **ret)

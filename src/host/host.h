@@ -70,6 +70,22 @@ int host_read_i64(struct host *h, enum host_dir d, const char *path, int64_t *re
 int host_pread(struct host *h, enum host_dir d, const char *path, void *buf, size_t len,
                uint64_t off);
 
+/* A directory handle: reads of its files open a short relative path, a
+ * cheaper kernfs lookup than the full path (six files of a cpuidle state,
+ * a device's attributes). Faults and the recorder see the full path. */
+struct host_dirh {
+    struct host *h;
+    enum host_dir d;
+    int fd;     /* O_PATH */
+    char *path; /* relative to d, owned */
+};
+
+int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host_dirh *ret);
+void host_dir_close(struct host_dirh *dh);
+int host_dir_read(struct host_dirh *dh, const char *name, char **ret, size_t *ret_len);
+int host_dir_read_str(struct host_dirh *dh, const char *name, char **ret);
+int host_dir_read_u64(struct host_dirh *dh, const char *name, uint64_t *ret);
+
 /* Names in a directory, without "." and "..", in natural order
  * (cpu2 before cpu10). Free with host_free_list(). */
 int host_list(struct host *h, enum host_dir d, const char *path, char ***ret, size_t *ret_n);

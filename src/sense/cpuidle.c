@@ -17,17 +17,20 @@ static int cpuidle_probe(struct host *h, void **ret_state, char **ret_reason)
     return 0;
 }
 
-static uint64_t read_u64_or_none(struct host *h, struct sample *s, const char *dir,
-                                 const char *name, bool optional)
+static void diag_at(struct sample *s, struct host_dirh *dh, const char *name, int r)
 {
-    char path[160];
+    char path[192];
+    snprintf(path, sizeof(path), "%s/%s", dh->path, name);
+    sample_diag_read(s, dh->h, HOST_SYS, path, r);
+}
+
+static uint64_t read_u64_or_none(struct sample *s, struct host_dirh *dh, const char *name)
+{
     uint64_t v;
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    int r = host_read_u64(h, HOST_SYS, path, &v);
+    int r = host_dir_read_u64(dh, name, &v);
     if (r == 0)
         return v;
-    if (!(optional && r == -ENOENT))
-        sample_diag_read(s, h, HOST_SYS, path, r);
+    diag_at(s, dh, name, r);
     return VAL_NONE;
 }
 
@@ -40,25 +43,43 @@ static char *read_str_or_null(struct host *h, struct sample *s, const char *path
     return v;
 }
 
-/* Six files a state; desc only for the first CPU (the report shows the
- * state list once), and not the above/below miss counters: on 384 CPUs
- * each file a state costs ~1100 opens. */
+static char *dir_str_or_null(struct sample *s, struct host_dirh *dh, const char *name)
+{
+    char *v = NULL;
+    int r = host_dir_read_str(dh, name, &v);
+    if (r < 0)
+        diag_at(s, dh, name, r);
+    return v;
+}
+
+/* Six files a state, read relative to the state's directory (a short
+ * kernfs lookup); desc only for the first CPU (the report shows the state
+ * list once), and not the above/below miss counters: on 384 CPUs each file
+ * a state costs ~1100 opens. */
 static void read_state(struct host *h, struct sample *s, const char *dir, bool first_cpu,
                        struct cpuidle_state *st)
 {
-    char path[160];
-    snprintf(path, sizeof(path), "%s/name", dir);
-    st->name = read_str_or_null(h, s, path);
-    if (first_cpu) {
-        snprintf(path, sizeof(path), "%s/desc", dir);
-        st->desc = read_str_or_null(h, s, path);
+    struct host_dirh dh;
+    int r = host_dir_open(h, HOST_SYS, dir, &dh);
+    if (r < 0) {
+        sample_diag_read(s, h, HOST_SYS, dir, r);
+        *st = (struct cpuidle_state){.latency_us = VAL_NONE,
+                                     .residency_us = VAL_NONE,
+                                     .usage = VAL_NONE,
+                                     .time_us = VAL_NONE,
+                                     .disable = -1};
+        return;
     }
-    st->latency_us = read_u64_or_none(h, s, dir, "latency", false);
-    st->residency_us = read_u64_or_none(h, s, dir, "residency", false);
-    st->usage = read_u64_or_none(h, s, dir, "usage", false);
-    st->time_us = read_u64_or_none(h, s, dir, "time", false);
-    uint64_t dis = read_u64_or_none(h, s, dir, "disable", false);
+    st->name = dir_str_or_null(s, &dh, "name");
+    if (first_cpu)
+        st->desc = dir_str_or_null(s, &dh, "desc");
+    st->latency_us = read_u64_or_none(s, &dh, "latency");
+    st->residency_us = read_u64_or_none(s, &dh, "residency");
+    st->usage = read_u64_or_none(s, &dh, "usage");
+    st->time_us = read_u64_or_none(s, &dh, "time");
+    uint64_t dis = read_u64_or_none(s, &dh, "disable");
     st->disable = dis == VAL_NONE ? -1 : dis != 0;
+    host_dir_close(&dh);
 }
 
 /* States are numbered state0..stateN-1 without gaps. */
