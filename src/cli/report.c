@@ -27,6 +27,25 @@ const char *report_unavailable(const struct report_ctx *c, enum sampler_id id)
     return c->sense->usable[id] ? NULL : c->sense->why[id];
 }
 
+bool report_cpu_rows(const struct report_ctx *c, unsigned n,
+                     int (*cpu_id)(const void *ud, unsigned i),
+                     void (*cpu_row)(void *ud, unsigned i, const char *label),
+                     void (*pkg_row)(void *ud, int pkg, const char *label), void *ud)
+{
+    char label[24];
+    bool per_cpu = c->per_cpu || n <= 16;
+    for (unsigned i = 0; per_cpu && i < n; i++) {
+        snprintf(label, sizeof(label), "cpu%d", cpu_id(ud, i));
+        cpu_row(ud, i, label);
+    }
+    const struct topology *t = &c->cur->topo;
+    for (unsigned p = 0; p < t->npackages; p++) {
+        snprintf(label, sizeof(label), "pkg%d", t->package_ids[p]);
+        pkg_row(ud, t->package_ids[p], label);
+    }
+    return per_cpu;
+}
+
 void report_wrap(struct strbuf *out, const char *first, size_t indent, const char *text)
 {
     size_t col = strlen(first);

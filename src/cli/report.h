@@ -46,6 +46,16 @@ extern const struct report_section report_section_advice;
 /* A sampler that could not run here: its reason, else NULL. */
 const char *report_unavailable(const struct report_ctx *c, enum sampler_id id);
 
+/* The per-CPU/per-package pattern of the text tables: a row per CPU when
+ * the machine is small (<= 16 CPUs) or --per-cpu was given, then a row per
+ * package. cpu_row(i, "cpuN") is called for i < n, cpu_id(i) naming CPU
+ * i; pkg_row(id, "pkgN") for each package. Returns whether CPU rows were
+ * shown. */
+bool report_cpu_rows(const struct report_ctx *c, unsigned n,
+                     int (*cpu_id)(const void *ud, unsigned i),
+                     void (*cpu_row)(void *ud, unsigned i, const char *label),
+                     void (*pkg_row)(void *ud, int pkg, const char *label), void *ud);
+
 /* Append text wrapped at REPORT_WIDTH: the first line starts with
  * `first`, the following ones with `indent` spaces; words longer than a
  * line (paths) get a line of their own. */

@@ -230,6 +230,32 @@ static void states_text(const struct cpuidle_sample *ci, struct strbuf *out)
     }
 }
 
+struct rows_ctx {
+    struct table *t;
+    const struct cs_row *rows;
+    unsigned n;
+    unsigned nstates;
+};
+
+static int row_cpu_id(const void *ud, unsigned i)
+{
+    return ((const struct rows_ctx *)ud)->rows[i].cpu;
+}
+
+static void emit_cpu(void *ud, unsigned i, const char *label)
+{
+    struct rows_ctx *x = ud;
+    table_row_text(x->t, label, &x->rows[i], x->nstates);
+}
+
+static void emit_pkg(void *ud, int pkg, const char *label)
+{
+    struct rows_ctx *x = ud;
+    struct cs_row m;
+    package_mean(x->rows, x->n, pkg, &m);
+    table_row_text(x->t, label, &m, x->nstates);
+}
+
 static void cstates_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct cpuidle_sample *ci = c->cur->cpuidle;
@@ -258,21 +284,8 @@ static void cstates_text(const struct report_ctx *c, struct strbuf *out)
     struct table t;
     table_init(&t, head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8],
                head[9], head[10], head[11], head[12], head[13], head[14], head[15], NULL);
-    bool per_cpu = c->per_cpu || n <= 16;
-    if (per_cpu)
-        for (unsigned i = 0; i < n; i++) {
-            char label[24];
-            snprintf(label, sizeof(label), "cpu%d", rows[i].cpu);
-            table_row_text(&t, label, &rows[i], nstates);
-        }
-    const struct topology *topo = &c->cur->topo;
-    for (unsigned p = 0; p < topo->npackages; p++) {
-        struct cs_row m;
-        package_mean(rows, n, topo->package_ids[p], &m);
-        char label[24];
-        snprintf(label, sizeof(label), "pkg%d", topo->package_ids[p]);
-        table_row_text(&t, label, &m, nstates);
-    }
+    struct rows_ctx x = {.t = &t, .rows = rows, .n = n, .nstates = nstates};
+    bool per_cpu = report_cpu_rows(c, n, row_cpu_id, emit_cpu, emit_pkg, &x);
     if (!c->b)
         strbuf_append(out, "  one snapshot: share of idle time per state since boot\n");
     table_render(&t, out, REPORT_WIDTH);

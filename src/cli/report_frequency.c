@@ -349,6 +349,31 @@ static void row_text(struct table *t, const char *label, const struct fq_row *r)
         free(cell[i]);
 }
 
+struct rows_ctx {
+    struct table *t;
+    const struct fq_row *rows;
+    unsigned n;
+};
+
+static int row_cpu_id(const void *ud, unsigned i)
+{
+    return ((const struct rows_ctx *)ud)->rows[i].cpu;
+}
+
+static void emit_cpu(void *ud, unsigned i, const char *label)
+{
+    struct rows_ctx *x = ud;
+    row_text(x->t, label, &x->rows[i]);
+}
+
+static void emit_pkg(void *ud, int pkg, const char *label)
+{
+    struct rows_ctx *x = ud;
+    struct fq_row m;
+    package_row(x->rows, x->n, pkg, &m);
+    row_text(x->t, label, &m);
+}
+
 static void frequency_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct cpufreq_sample *cf = c->cur->cpufreq;
@@ -363,20 +388,8 @@ static void frequency_text(const struct report_ctx *c, struct strbuf *out)
     struct table t;
     table_init(&t, "cpu", ">cur MHz", ">busy MHz", ">avg MHz", ">C0 %", ">min MHz", ">max MHz",
                ">hw max MHz", NULL);
-    bool per_cpu = c->per_cpu || n <= 16;
-    for (unsigned i = 0; per_cpu && i < n; i++) {
-        char label[24];
-        snprintf(label, sizeof(label), "cpu%d", rows[i].cpu);
-        row_text(&t, label, &rows[i]);
-    }
-    const struct topology *topo = &c->cur->topo;
-    for (unsigned p = 0; p < topo->npackages; p++) {
-        struct fq_row m;
-        package_row(rows, n, topo->package_ids[p], &m);
-        char label[24];
-        snprintf(label, sizeof(label), "pkg%d", topo->package_ids[p]);
-        row_text(&t, label, &m);
-    }
+    struct rows_ctx x = {.t = &t, .rows = rows, .n = n};
+    bool per_cpu = report_cpu_rows(c, n, row_cpu_id, emit_cpu, emit_pkg, &x);
     table_render(&t, out, REPORT_WIDTH);
     table_free(&t);
     strbuf_append(out, "  cur: last requested/observed by the kernel (scaling_cur_freq); busy: "

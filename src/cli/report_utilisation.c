@@ -264,6 +264,31 @@ static void summary_text(const struct report_ctx *c, const struct procstat_sampl
     strbuf_putc(out, '\n');
 }
 
+struct rows_ctx {
+    struct table *t;
+    const struct ut_row *rows;
+    unsigned n;
+};
+
+static int row_cpu_id(const void *ud, unsigned i)
+{
+    return ((const struct rows_ctx *)ud)->rows[i].cpu;
+}
+
+static void emit_cpu(void *ud, unsigned i, const char *label)
+{
+    struct rows_ctx *x = ud;
+    row_text(x->t, label, &x->rows[i]);
+}
+
+static void emit_pkg(void *ud, int pkg, const char *label)
+{
+    struct rows_ctx *x = ud;
+    struct ut_row m;
+    package_row(x->rows, x->n, pkg, &m);
+    row_text(x->t, label, &m);
+}
+
 static void utilisation_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct procstat_sample *ps = c->cur->procstat;
@@ -282,20 +307,8 @@ static void utilisation_text(const struct report_ctx *c, struct strbuf *out)
     struct table t;
     table_init(&t, "cpu", ">busy %", ">user %", ">sys %", ">irq %", ">iowait %", ">steal %",
                ">guest %", ">busy CPUs", NULL);
-    bool per_cpu = c->per_cpu || n <= 16;
-    for (unsigned i = 0; per_cpu && i < n; i++) {
-        char label[24];
-        snprintf(label, sizeof(label), "cpu%d", rows[i].cpu);
-        row_text(&t, label, &rows[i]);
-    }
-    const struct topology *topo = &c->cur->topo;
-    for (unsigned p = 0; p < topo->npackages; p++) {
-        struct ut_row m;
-        package_row(rows, n, topo->package_ids[p], &m);
-        char label[24];
-        snprintf(label, sizeof(label), "pkg%d", topo->package_ids[p]);
-        row_text(&t, label, &m);
-    }
+    struct rows_ctx x = {.t = &t, .rows = rows, .n = n};
+    bool per_cpu = report_cpu_rows(c, n, row_cpu_id, emit_cpu, emit_pkg, &x);
     table_render(&t, out, REPORT_WIDTH);
     table_free(&t);
     strbuf_append(out, "  % of each CPU's time; guest is part of user; pkgN: mean of its CPUs\n");
