@@ -75,9 +75,29 @@ void report_wrap(struct strbuf *out, const char *first, size_t indent, const cha
     strbuf_putc(out, '\n');
 }
 
-static void add_diags(struct json *j, const struct diags *d)
+/* The same problem seen in both samples is one problem. */
+static bool seen_before(const struct report_ctx *c, const struct diags *d, size_t i)
+{
+    const struct diags *lists[] = {&c->a->diags, c->b ? &c->b->diags : NULL, c->diags};
+    for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        if (!lists[l])
+            continue;
+        size_t n = lists[l] == d ? i : lists[l]->n;
+        for (size_t k = 0; k < n; k++)
+            if (streq(lists[l]->v[k].where, d->v[i].where) &&
+                streq(lists[l]->v[k].what, d->v[i].what))
+                return true;
+        if (lists[l] == d)
+            return false;
+    }
+    return false;
+}
+
+static void add_diags(const struct report_ctx *c, struct json *j, const struct diags *d)
 {
     for (size_t i = 0; i < d->n; i++) {
+        if (seen_before(c, d, i))
+            continue;
         json_object_begin(j);
         json_kv_string(j, "where", d->v[i].where);
         json_kv_string(j, "error", d->v[i].err ? errno_name(d->v[i].err) : NULL);
@@ -101,10 +121,10 @@ static void problems_json(const struct report_ctx *c, struct json *j)
     json_array_end(j);
     json_key(j, "problems");
     json_array_begin(j);
-    add_diags(j, &c->a->diags);
+    add_diags(c, j, &c->a->diags);
     if (c->b)
-        add_diags(j, &c->b->diags);
-    add_diags(j, c->diags);
+        add_diags(c, j, &c->b->diags);
+    add_diags(c, j, c->diags);
     json_array_end(j);
 }
 
@@ -125,17 +145,25 @@ void report_render_json(const struct report_ctx *c, struct json *j)
     json_object_end(j);
 }
 
-static void text_diags(struct strbuf *out, const struct diags *d, size_t *shown)
+static void text_diags(const struct report_ctx *c, struct strbuf *out, const struct diags *d,
+                       size_t *shown)
 {
-    for (size_t i = 0; i < d->n; i++, (*shown)++) {
-        if (*shown == 40) {
-            strbuf_append(out, "  ... more in --json\n");
-        }
-        if (*shown >= 40)
+    for (size_t i = 0; i < d->n; i++) {
+        if (seen_before(c, d, i))
+            continue;
+        if (++*shown > 40)
             continue;
         _cleanup_free_ char *line = xasprintf("%s: %s", d->v[i].where, d->v[i].what);
         report_wrap(out, "  ", 6, line);
     }
+}
+
+static size_t count_diags(const struct report_ctx *c, const struct diags *d)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += !seen_before(c, d, i);
+    return n;
 }
 
 void report_render_text(const struct report_ctx *c, struct strbuf *out)
@@ -144,8 +172,14 @@ void report_render_text(const struct report_ctx *c, struct strbuf *out)
         strbuf_appendf(out, "%s%s\n", i ? "\n" : "", sections[i]->title);
         sections[i]->text(c, out);
     }
-    size_t total = c->a->diags.n + (c->b ? c->b->diags.n : 0) + c->diags->n;
+    size_t total = count_diags(c, &c->a->diags) + (c->b ? count_diags(c, &c->b->diags) : 0) +
+                   count_diags(c, c->diags);
     strbuf_append(out, "\nNot measured here\n");
+    bool all = true;
+    for (int i = 0; i < _SAMPLER_MAX; i++)
+        all &= c->sense->usable[i] != 0;
+    if (all)
+        strbuf_append(out, "  nothing: every sampler ran\n");
     for (int i = 0; i < _SAMPLER_MAX; i++)
         if (!c->sense->usable[i]) {
             char first[32];
@@ -155,10 +189,12 @@ void report_render_text(const struct report_ctx *c, struct strbuf *out)
     if (total) {
         size_t shown = 0;
         strbuf_appendf(out, "\nProblems (%zu): these values are absent from the report\n", total);
-        text_diags(out, &c->a->diags, &shown);
+        text_diags(c, out, &c->a->diags, &shown);
         if (c->b)
-            text_diags(out, &c->b->diags, &shown);
-        text_diags(out, c->diags, &shown);
+            text_diags(c, out, &c->b->diags, &shown);
+        text_diags(c, out, c->diags, &shown);
+        if (shown > 40)
+            strbuf_appendf(out, "  ... %zu more in --json\n", shown - 40);
     }
 }
 

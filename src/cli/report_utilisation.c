@@ -154,6 +154,10 @@ static void totals_json(const struct report_ctx *c, const struct procstat_sample
     if (ps->has_total) {
         const struct procstat_sample *pa = c->b ? c->a->procstat : NULL;
         compute_row(c, pa && pa->has_total ? &pa->total : NULL, &ps->total, &total);
+        /* The "cpu" line's share is of all CPUs together: in CPUs' worth of
+         * busy time it is the per-CPU sum, as busy_cpus is everywhere else. */
+        if (total.ok)
+            total.u.busy_cpus = procstat_busy_cpus(pa, ps);
     }
     json_key(j, "total");
     json_object_begin(j);
@@ -246,6 +250,10 @@ static void summary_text(const struct report_ctx *c, const struct procstat_sampl
     if (ps->has_total) {
         const struct procstat_sample *pa = c->b ? c->a->procstat : NULL;
         compute_row(c, pa && pa->has_total ? &pa->total : NULL, &ps->total, &total);
+        /* The "cpu" line's share is of all CPUs together: in CPUs' worth of
+         * busy time it is the per-CPU sum, as busy_cpus is everywhere else. */
+        if (total.ok)
+            total.u.busy_cpus = procstat_busy_cpus(pa, ps);
     }
     _cleanup_free_ char *busy = pct(total.u.busy_pct, total.ok);
     _cleanup_free_ char *iow = pct(total.u.iowait_pct, total.ok);
