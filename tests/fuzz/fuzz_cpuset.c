@@ -51,16 +51,29 @@ static int ref_parse(const char *p, bool *in)
 static void check_same(const struct cpuset *a, const struct cpuset *b)
 {
     FUZZ_CHECK(cpuset_count(a) == cpuset_count(b));
-    CPUSET_FOREACH(cpu, a)
-    FUZZ_CHECK(cpuset_has(b, (unsigned)cpu));
+    for (int cpu = cpuset_next(a, -1); cpu >= 0; cpu = cpuset_next(a, cpu))
+        FUZZ_CHECK(cpuset_has(b, (unsigned)cpu));
 }
 
+/* Canonical: digits, commas and dashes; ranges "a-b" only with a < b, in
+ * rising order with a gap between them (never "3,4" or "0-3,4-5"). */
 static void check_canonical(const char *text)
 {
-    /* digits, commas and dashes only; no "a-a", no adjacent ranges */
-    for (const char *p = text; *p; p++)
-        FUZZ_CHECK(isdigit((unsigned char)*p) || *p == ',' || *p == '-');
-    FUZZ_CHECK(text[0] != ',' && text[0] != '-');
+    long prev_hi = -2;
+    for (const char *p = text; *p;) {
+        FUZZ_CHECK(isdigit((unsigned char)*p));
+        char *e;
+        long lo = strtol(p, &e, 10), hi = lo;
+        if (*e == '-') {
+            FUZZ_CHECK(isdigit((unsigned char)e[1]));
+            hi = strtol(e + 1, &e, 10);
+            FUZZ_CHECK(lo < hi);
+        }
+        FUZZ_CHECK(lo > prev_hi + 1);
+        prev_hi = hi;
+        FUZZ_CHECK(*e == '\0' || (*e == ',' && e[1]));
+        p = *e ? e + 1 : e;
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -80,8 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     unsigned n = 0;
     int prev = -1;
-    CPUSET_FOREACH(cpu, &set)
-    {
+    for (int cpu = cpuset_next(&set, -1); cpu >= 0; cpu = cpuset_next(&set, cpu)) {
         FUZZ_CHECK(cpu > prev && cpu <= CPUSET_MAX_CPU);
         FUZZ_CHECK(cpuset_has(&set, (unsigned)cpu) && in[cpu]);
         prev = cpu;
