@@ -15,9 +15,9 @@ static void cpus_json(struct json *j, const char *key, const struct cpuset *set)
 static void offline_set(const struct topology *t, struct cpuset *ret)
 {
     *ret = (struct cpuset){0};
-    CPUSET_FOREACH(cpu, &t->possible)
-    if (!cpuset_has(&t->online, (unsigned)cpu))
-        cpuset_add(ret, (unsigned)cpu);
+    CPUSET_FOREACH (cpu, &t->possible)
+        if (!cpuset_has(&t->online, (unsigned)cpu))
+            cpuset_add(ret, (unsigned)cpu);
 }
 
 static void package_cpus(const struct topology *t, int pkg, struct cpuset *ret, unsigned *cores)

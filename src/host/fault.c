@@ -88,8 +88,9 @@ int fault_load(int rootfd, struct host_fault **ret, size_t *ret_n)
     }
     struct host_fault *v = NULL;
     size_t n = 0, cap = 0;
-    char line[4096];
-    while (fgets(line, sizeof(line), fp)) {
+    _cleanup_free_ char *line = NULL;
+    size_t linecap = 0;
+    while (getline(&line, &linecap, fp) > 0) { /* any length: no split lines */
         strip_trailing(line);
         const char *s = skip_space(line);
         if (!*s || *s == '#')

@@ -66,8 +66,7 @@ static void read_online(struct host *h, struct topology *t, struct diags *diags)
     if (read_cpulist(h, CPU_DIR "/online", &t->online, diags) == 0)
         return;
     /* Fall back to per-CPU files; cpu0 usually has none and is online. */
-    CPUSET_FOREACH(cpu, &t->possible)
-    {
+    CPUSET_FOREACH (cpu, &t->possible) {
         uint64_t v = 1;
         int r = host_read_u64f(h, HOST_SYS, &v, CPU_DIR "/cpu%d/online", cpu);
         if ((r == 0 && v == 1) || r == -ENOENT)
@@ -80,16 +79,15 @@ static void read_nodes(struct host *h, struct topology *t, struct diags *diags)
     struct cpuset nodes = {0};
     if (read_cpulist(h, "devices/system/node/online", &nodes, diags) < 0)
         return;
-    CPUSET_FOREACH(node, &nodes)
-    {
+    CPUSET_FOREACH (node, &nodes) {
         char path[96];
         struct cpuset cpus = {0};
         snprintf(path, sizeof(path), "devices/system/node/node%d/cpulist", node);
         if (read_cpulist(h, path, &cpus, diags) < 0)
             continue;
-        CPUSET_FOREACH(cpu, &cpus)
-        if ((unsigned)cpu < t->ncpu)
-            t->cpu[cpu].node = node;
+        CPUSET_FOREACH (cpu, &cpus)
+            if ((unsigned)cpu < t->ncpu)
+                t->cpu[cpu].node = node;
         cpuset_free(&cpus);
         t->nnodes++;
     }
@@ -139,14 +137,14 @@ int topology_read(struct host *h, struct topology *ret, struct diags *diags)
     }
     if (read_cpulist(h, CPU_DIR "/present", &t.present, diags) < 0) {
         cpuset_free(&t.present);
-        CPUSET_FOREACH(cpu, &t.possible)
-        cpuset_add(&t.present, (unsigned)cpu);
+        CPUSET_FOREACH (cpu, &t.possible)
+            cpuset_add(&t.present, (unsigned)cpu);
     }
     read_online(h, &t, diags);
 
     int last = -1;
-    CPUSET_FOREACH(cpu, &t.possible)
-    last = cpu;
+    CPUSET_FOREACH (cpu, &t.possible)
+        last = cpu;
     t.ncpu = (unsigned)last + 1;
     t.cpu = xcalloc(t.ncpu, sizeof(*t.cpu));
     for (unsigned i = 0; i < t.ncpu; i++) {
@@ -162,9 +160,9 @@ int topology_read(struct host *h, struct topology *ret, struct diags *diags)
         c->core = read_topo_id(h, (int)i, "core_id", (int)i, diags);
     }
     /* A CPU that is online but not in possible cannot be indexed: drop it. */
-    CPUSET_FOREACH(cpu, &t.online)
-    if ((unsigned)cpu >= t.ncpu)
-        diags_add(diags, "cpu topology", 0, "cpu%d is online but not possible; ignored", cpu);
+    CPUSET_FOREACH (cpu, &t.online)
+        if ((unsigned)cpu >= t.ncpu)
+            diags_add(diags, "cpu topology", 0, "cpu%d is online but not possible; ignored", cpu);
     read_nodes(h, &t, diags);
     count_units(&t);
     *ret = t;

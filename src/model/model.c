@@ -128,7 +128,7 @@ int model_parse(const char *text, const char *origin, struct power_model *ret, c
     struct parse_ctx p = {.m = &m, .origin = origin};
     int r = ini_parse_string(text, on_entry, &p);
     if (!p.err && r > 0)
-        p.err = xasprintf("%s:%d: syntax error (want key = value under [model])", origin, r);
+        p.err = xstrdup("syntax error (want key = value under [model])");
     if (p.err) {
         /* inih returns the line where the handler refused */
         *ret_err = xasprintf("%s:%d: %s", origin, r, p.err);

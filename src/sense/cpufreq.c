@@ -420,8 +420,7 @@ static int cpufreq_collect(struct host *h, void *state, struct sample *s)
     read_globals(h, s, cf);
     cf->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*cf->cpus));
     struct read_ctx x = {.h = h, .s = s};
-    CPUSET_FOREACH(cpu, &s->topo.online)
-    {
+    CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu ||
             !host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d/cpufreq", cpu))
             continue;

@@ -116,8 +116,7 @@ static int cpuidle_collect(struct host *h, void *state, struct sample *s)
         ci->governor = read_str_or_null(h, s, CPU_DIR "/cpuidle/current_governor_ro");
 
     ci->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*ci->cpus));
-    CPUSET_FOREACH(cpu, &s->topo.online)
-    {
+    CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu)
             continue;
         unsigned nstates = count_states(h, cpu);

@@ -1,5 +1,6 @@
 #include "sense/devices.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +100,8 @@ int devices_parse_mountinfo_root(const char *text, size_t len, unsigned *ret_maj
         size_t dash = 6;
         while (dash < n && !streq(f[dash], "-"))
             dash++;
-        if (n >= 5 && streq(f[4], "/") && sscanf(f[2], "%u:%u%c", &a, &b, &tail) == 2 &&
-            dash + 2 < n) {
+        if (n >= 5 && streq(f[4], "/") && isdigit((unsigned char)f[2][0]) && !strpbrk(f[2], "+-") &&
+            sscanf(f[2], "%u:%u%c", &a, &b, &tail) == 2 && dash + 2 < n) {
             maj = a;
             min = b;
             free(source);

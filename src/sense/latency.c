@@ -103,8 +103,7 @@ static int latency_collect(struct host *h, void *state, struct sample *s)
     s->latency = l;
     read_global(h, s, l);
     l->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*l->cpus));
-    CPUSET_FOREACH(cpu, &s->topo.online)
-    {
+    CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu)
             continue;
         struct latency_cpu *c = &l->cpus[l->ncpus++];

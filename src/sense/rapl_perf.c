@@ -91,8 +91,7 @@ static int read_cpus(struct host *h, struct pmu_cpu **ret)
         return r;
     struct pmu_cpu *v = xcalloc(cpuset_count(&set) + 1, sizeof(*v));
     int n = 0;
-    CPUSET_FOREACH(cpu, &set)
-    {
+    CPUSET_FOREACH (cpu, &set) {
         int64_t pkg, die = 0;
         if (host_read_i64f(h, HOST_SYS, &pkg,
                            "devices/system/cpu/cpu%d/topology/physical_package_id", cpu) < 0 ||

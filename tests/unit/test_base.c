@@ -54,8 +54,8 @@ static void test_cpuset_iterate(void **state)
     cpuset_add(&s, 64);
     cpuset_add(&s, 200);
     int seen[3], n = 0;
-    CPUSET_FOREACH(cpu, &s)
-    seen[n++] = cpu;
+    CPUSET_FOREACH (cpu, &s)
+        seen[n++] = cpu;
     assert_int_equal(n, 3);
     assert_int_equal(seen[0], 63);
     assert_int_equal(seen[1], 64);
