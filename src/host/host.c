@@ -290,6 +290,15 @@ int host_dir_read_u64(struct host_dirh *dh, const char *name, uint64_t *ret)
     return parse_u64(s, ret);
 }
 
+int host_dir_read_i64(struct host_dirh *dh, const char *name, int64_t *ret)
+{
+    _cleanup_free_ char *s = NULL;
+    int r = host_dir_read(dh, name, &s, NULL);
+    if (r < 0)
+        return r;
+    return parse_i64(s, ret);
+}
+
 int host_read_str(struct host *h, enum host_dir d, const char *path, char **ret)
 {
     char *s;

@@ -85,6 +85,7 @@ void host_dir_close(struct host_dirh *dh);
 int host_dir_read(struct host_dirh *dh, const char *name, char **ret, size_t *ret_len);
 int host_dir_read_str(struct host_dirh *dh, const char *name, char **ret);
 int host_dir_read_u64(struct host_dirh *dh, const char *name, uint64_t *ret);
+int host_dir_read_i64(struct host_dirh *dh, const char *name, int64_t *ret);
 
 /* Names in a directory, without "." and "..", in natural order
  * (cpu2 before cpu10). Free with host_free_list(). */

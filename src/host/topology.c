@@ -46,19 +46,38 @@ static int list_cpu_dirs(struct host *h, struct cpuset *ret)
     return 0;
 }
 
-static int read_topo_id(struct host *h, int cpu, const char *name, int dflt, struct diags *diags)
+/* One id of a CPU's topology directory; dflt when the file is absent. */
+static int read_topo_id(struct host_dirh *dh, const char *name, int dflt, struct diags *diags)
 {
-    char path[128];
-    int64_t v;
-    snprintf(path, sizeof(path), CPU_DIR "/cpu%d/topology/%s", cpu, name);
-    int r = host_read_i64(h, HOST_SYS, path, &v);
+    int64_t v; /* physical_package_id is -1 on some arm64 machines */
+    int r = host_dir_read_i64(dh, name, &v);
     if (r == -ENOENT)
         return dflt;
     if (r < 0 || v < -1 || v > 1000000) {
-        diag_read(h, diags, path, r < 0 ? r : -ERANGE);
+        _cleanup_free_ char *path = xasprintf("%s/%s", dh->path, name);
+        diag_read(dh->h, diags, path, r < 0 ? r : -ERANGE);
         return -1;
     }
     return (int)v;
+}
+
+/* package, die, core of an online CPU, read under its topology directory
+ * (a short lookup each). */
+static void read_cpu_ids(struct host *h, int cpu, struct topo_cpu *c, struct diags *diags)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/topology", cpu);
+    struct host_dirh dh;
+    if (host_dir_open(h, HOST_SYS, dir, &dh) < 0) {
+        /* very old kernels and some containers: no topology, one package */
+        c->package = c->die = 0;
+        c->core = cpu;
+        return;
+    }
+    c->package = read_topo_id(&dh, "physical_package_id", 0, diags);
+    c->die = read_topo_id(&dh, "die_id", 0, diags);
+    c->core = read_topo_id(&dh, "core_id", cpu, diags);
+    host_dir_close(&dh);
 }
 
 static void read_online(struct host *h, struct topology *t, struct diags *diags)
@@ -155,9 +174,7 @@ int topology_read(struct host *h, struct topology *ret, struct diags *diags)
         c->package = c->die = c->core = -1;
         if (!c->online)
             continue;
-        c->package = read_topo_id(h, (int)i, "physical_package_id", 0, diags);
-        c->die = read_topo_id(h, (int)i, "die_id", 0, diags);
-        c->core = read_topo_id(h, (int)i, "core_id", (int)i, diags);
+        read_cpu_ids(h, (int)i, c, diags);
     }
     /* A CPU that is online but not in possible cannot be indexed: drop it. */
     CPUSET_FOREACH (cpu, &t.online)

@@ -206,17 +206,39 @@ struct read_ctx {
     struct host *h;
     struct sample *s;
     int cpu;
-    unsigned denied; /* CPUs whose cpuinfo_cur_freq gave EACCES */
+    struct host_dirh dh; /* cpuN/cpufreq: files are opened relative to it */
+    unsigned denied;     /* CPUs whose cpuinfo_cur_freq gave EACCES */
+    /* Optional files one driver lacks are absent on every CPU: after the
+     * first ENOENT they are not tried again (two failed opens a CPU). */
+    const char *absent[8];
+    unsigned nabsent;
 };
+
+static bool known_absent(const struct read_ctx *x, const char *name)
+{
+    for (unsigned i = 0; i < x->nabsent; i++)
+        if (x->absent[i] == name)
+            return true;
+    return false;
+}
+
+static void note_absent(struct read_ctx *x, const char *name, bool optional, int r)
+{
+    if (optional && r == -ENOENT && x->nabsent < ARRAY_SIZE(x->absent))
+        x->absent[x->nabsent++] = name;
+}
 
 static uint64_t cpu_u64(struct read_ctx *x, const char *name, bool optional)
 {
+    if (optional && known_absent(x, name))
+        return VAL_NONE;
     char path[128];
     snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpufreq/%s", x->cpu, name);
     uint64_t v;
-    int r = host_read_u64(x->h, HOST_SYS, path, &v);
+    int r = host_dir_read_u64(&x->dh, name, &v);
     if (r == 0)
         return v;
+    note_absent(x, name, optional, r);
     if (streq(name, "cpuinfo_cur_freq") && (r == -EACCES || r == -EPERM))
         x->denied++;
     else if (!(optional && r == -ENOENT))
@@ -226,10 +248,13 @@ static uint64_t cpu_u64(struct read_ctx *x, const char *name, bool optional)
 
 static char *cpu_str(struct read_ctx *x, const char *name, bool optional)
 {
+    if (optional && known_absent(x, name))
+        return NULL;
     char path[128];
     snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpufreq/%s", x->cpu, name);
     char *v = NULL;
-    int r = host_read_str(x->h, HOST_SYS, path, &v);
+    int r = host_dir_read_str(&x->dh, name, &v);
+    note_absent(x, name, optional, r);
     if (r < 0 && !(optional && r == -ENOENT))
         sample_diag_read(x->s, x->h, HOST_SYS, path, r);
     return v;
@@ -421,11 +446,15 @@ static int cpufreq_collect(struct host *h, void *state, struct sample *s)
     cf->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*cf->cpus));
     struct read_ctx x = {.h = h, .s = s};
     CPUSET_FOREACH (cpu, &s->topo.online) {
-        if ((unsigned)cpu >= s->topo.ncpu ||
-            !host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d/cpufreq", cpu))
-            continue;
+        char dir[64];
+        snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/cpufreq", cpu);
+        if ((unsigned)cpu >= s->topo.ncpu || host_dir_open(h, HOST_SYS, dir, &x.dh) < 0)
+            continue; /* no cpufreq policy for this CPU */
+        if (h->rec)
+            host_exists(h, HOST_SYS, dir); /* a snapshot records the directory */
         x.cpu = cpu;
         read_cpu(&x, &cf->cpus[cf->ncpus++]);
+        host_dir_close(&x.dh);
     }
     if (x.denied) {
         _cleanup_free_ char *p =

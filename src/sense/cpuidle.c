@@ -57,7 +57,7 @@ static char *dir_str_or_null(struct sample *s, struct host_dirh *dh, const char 
  * list once), and not the above/below miss counters: on 384 CPUs each file
  * a state costs ~1100 opens. */
 static void read_state(struct host *h, struct sample *s, const char *dir, bool first_cpu,
-                       struct cpuidle_state *st)
+                       const struct cpuidle_state *tmpl, struct cpuidle_state *st)
 {
     struct host_dirh dh;
     int r = host_dir_open(h, HOST_SYS, dir, &dh);
@@ -70,11 +70,17 @@ static void read_state(struct host *h, struct sample *s, const char *dir, bool f
                                      .disable = -1};
         return;
     }
-    st->name = dir_str_or_null(s, &dh, "name");
+    if (tmpl) {
+        st->name = tmpl->name ? xstrdup(tmpl->name) : NULL;
+        st->latency_us = tmpl->latency_us;
+        st->residency_us = tmpl->residency_us;
+    } else {
+        st->name = dir_str_or_null(s, &dh, "name");
+        st->latency_us = read_u64_or_none(s, &dh, "latency");
+        st->residency_us = read_u64_or_none(s, &dh, "residency");
+    }
     if (first_cpu)
         st->desc = dir_str_or_null(s, &dh, "desc");
-    st->latency_us = read_u64_or_none(s, &dh, "latency");
-    st->residency_us = read_u64_or_none(s, &dh, "residency");
     st->usage = read_u64_or_none(s, &dh, "usage");
     st->time_us = read_u64_or_none(s, &dh, "time");
     uint64_t dis = read_u64_or_none(s, &dh, "disable");
@@ -116,6 +122,13 @@ static int cpuidle_collect(struct host *h, void *state, struct sample *s)
         ci->governor = read_str_or_null(h, s, CPU_DIR "/cpuidle/current_governor_ro");
 
     ci->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*ci->cpus));
+    /* States (name, latency, residency) belong to the driver, not the CPU:
+     * with one driver for all CPUs they are read once. Only kernels with
+     * CONFIG_CPU_IDLE_MULTIPLE_DRIVERS (big.LITTLE) have per-CPU drivers,
+     * and they show cpuN/cpuidle/driver/. Halves the files on 384 CPUs. */
+    int first = cpuset_next(&s->topo.online, -1);
+    bool shared = first >= 0 && !host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d/cpuidle/driver", first);
+    const struct cpuidle_cpu *tmpl = NULL;
     CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu)
             continue;
@@ -126,11 +139,14 @@ static int cpuidle_collect(struct host *h, void *state, struct sample *s)
         c->cpu = cpu;
         c->nstates = nstates;
         c->state = xcalloc(nstates, sizeof(*c->state));
+        bool use = shared && tmpl && tmpl->nstates == nstates;
         for (unsigned k = 0; k < nstates; k++) {
             char dir[96];
             snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/cpuidle/state%u", cpu, k);
-            read_state(h, s, dir, ci->ncpus == 1, &c->state[k]);
+            read_state(h, s, dir, ci->ncpus == 1, use ? &tmpl->state[k] : NULL, &c->state[k]);
         }
+        if (!tmpl)
+            tmpl = c;
     }
     return 0;
 }

@@ -648,8 +648,8 @@ static void find_default_nic(struct host *h, struct devices_sample *ds)
 static bool pseudo_bus(const char *bus)
 {
     static const char *const skip[] = {
-        "memory",       "cpu",       "node",         "clockevents", "clocksource",
-        "event_source", "workqueue", "machinecheck", "container",   "edac",
+        "memory",       "memory_tiering", "cpu",       "node",         "clockevents", "clocksource",
+        "event_source", "workqueue",      "container", "machinecheck", "edac",        "acpi",
     };
     for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
         if (streq(bus, skip[i]))

@@ -134,7 +134,8 @@ static void test_backwards_and_offline(void **state)
 static void test_unreadable_and_garbage(void **state)
 {
     char *root = make_root(CPU "cpu0/cpuidle/state1/usage EACCES\n");
-    tree_write(root, CPU "cpu1/cpuidle/state2/latency", "ten\n");
+    /* latency belongs to the driver: read on the first CPU, shared */
+    tree_write(root, CPU "cpu0/cpuidle/state2/latency", "ten\n");
     tree_write(root, CPU "cpu1/cpuidle/state2/time", "");
     struct host *h;
     assert_int_equal(host_open(root, &h), 0);
@@ -142,6 +143,7 @@ static void test_unreadable_and_garbage(void **state)
     const struct cpuidle_cpu *c0 = cpuidle_find_cpu(s->cpuidle, 0);
     const struct cpuidle_cpu *c1 = cpuidle_find_cpu(s->cpuidle, 1);
     assert_true(c0->state[1].usage == VAL_NONE);
+    assert_true(c0->state[2].latency_us == VAL_NONE);
     assert_true(c1->state[2].latency_us == VAL_NONE);
     assert_true(c1->state[2].time_us == VAL_NONE);
     assert_int_equal(c1->state[3].latency_us, 133); /* the rest is still read */
@@ -154,13 +156,32 @@ static void test_unreadable_and_garbage(void **state)
     tree_free(root);
 }
 
+/* With per-CPU drivers (CONFIG_CPU_IDLE_MULTIPLE_DRIVERS: cpuN/cpuidle/driver
+ * exists), each CPU's states are its own: a little core's C6 differs. */
+static void test_multiple_drivers(void **state)
+{
+    char *root = make_root(NULL);
+    tree_write(root, CPU "cpu0/cpuidle/driver/name", "psci_idle\n");
+    tree_write(root, CPU "cpu1/cpuidle/driver/name", "psci_idle\n");
+    tree_write(root, CPU "cpu1/cpuidle/state3/latency", "250\n");
+    tree_write(root, CPU "cpu1/cpuidle/state3/name", "cluster-sleep\n");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct sample *s = take(h);
+    assert_int_equal(cpuidle_find_cpu(s->cpuidle, 0)->state[3].latency_us, 133);
+    assert_int_equal(cpuidle_find_cpu(s->cpuidle, 1)->state[3].latency_us, 250);
+    assert_string_equal(cpuidle_find_cpu(s->cpuidle, 1)->state[3].name, "cluster-sleep");
+    drop(s);
+    host_close(h);
+    tree_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_states),
-        cmocka_unit_test(test_residency),
-        cmocka_unit_test(test_backwards_and_offline),
-        cmocka_unit_test(test_unreadable_and_garbage),
+        cmocka_unit_test(test_read_states),           cmocka_unit_test(test_residency),
+        cmocka_unit_test(test_backwards_and_offline), cmocka_unit_test(test_unreadable_and_garbage),
+        cmocka_unit_test(test_multiple_drivers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
