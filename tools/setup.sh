@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(gcc meson ninja-build pkg-config libinih-dev libarchive-dev)
+# libc6-dev: gcc only recommends it, and recommends are not installed.
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev)
 if [ "${1:-}" = "--test" ]; then
-    pkgs+=(libcmocka-dev python3 clang-format libclang-rt-14-dev clang)
+    pkgs+=(libcmocka-dev python3 clang-format git)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -19,10 +20,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" |
+        grep -v '^\(Selecting\|Preparing\|Unpacking\|Setting up\|Processing\|(Reading\)' || true
+    for p in "${missing[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            { echo "setup: $p did not install" >&2; exit 1; }
+    done
 fi
 if [ ! -f build/build.ninja ]; then
-    meson setup build --buildtype=debugoptimized >/dev/null
+    meson setup build --buildtype=debugoptimized | tail -n 3
 fi
 ninja -C build >/dev/null
 echo "setup: built build/watt"
