@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -164,13 +165,42 @@ static void record_links(struct host *h, enum host_dir d, const char *path)
     }
 }
 
+/* Open under dfd. On a recorded root the walk must stay inside the tree:
+ * openat2(RESOLVE_BENEATH) refuses absolute symlinks and "..": a tree's
+ * "proc/stat -> /proc/stat" would otherwise mix the running machine into
+ * a replay. Kernels before 5.6 lack openat2: plain openat there. */
+static int root_openat(const struct host *h, int dfd, const char *path, int flags)
+{
+    flags |= O_CLOEXEC;
+    if (!h->live) {
+        struct open_how how = {.flags = (uint64_t)flags,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+        long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+        if (fd >= 0)
+            return (int)fd;
+        if (errno != ENOSYS)
+            return -errno;
+    }
+    int fd = openat(dfd, path, flags);
+    return fd < 0 ? -errno : fd;
+}
+
 static int open_at(struct host *h, enum host_dir d, const char *path, int flags)
 {
     int dfd = dirfd_of(h, d);
     if (dfd < 0)
         return dfd;
-    int fd = openat(dfd, path, flags | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return root_openat(h, dfd, path, flags);
+}
+
+/* A value as text: a NUL inside it ("0-3\\0,4-39") is garbage, not the
+ * end of the value. */
+static int text_ok(char *s, size_t len)
+{
+    if (strlen(s) == len)
+        return 0;
+    free(s);
+    return -EINVAL;
 }
 
 /* The common read: `path` is the full path under d (for faults, the
@@ -192,9 +222,18 @@ static int read_file(struct host *h, enum host_dir d, const char *path, int dfd,
     }
     if (dfd < 0)
         return dfd;
-    _cleanup_close_ int fd = openat(dfd, rel, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    /* A recorded tree holds plain files only: a FIFO would block forever. */
+    _cleanup_close_ int fd =
+        root_openat(h, dfd, rel, O_RDONLY | O_NOCTTY | (h->live ? 0 : O_NONBLOCK));
     if (fd < 0)
-        return -errno;
+        return fd;
+    if (!h->live) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return -errno;
+        if (!S_ISREG(st.st_mode))
+            return -EBADFD; /* "not a plain file" in reports */
+    }
     struct strbuf b = {0};
     char chunk[16384];
     for (;;) {
@@ -242,9 +281,9 @@ int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host
     int dfd = dirfd_of(h, d);
     if (dfd < 0)
         return dfd;
-    int fd = openat(dfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = root_openat(h, dfd, path, O_PATH | O_DIRECTORY);
     if (fd < 0)
-        return -errno;
+        return fd;
     *ret = (struct host_dirh){.h = h, .d = d, .fd = fd, .path = xstrdup(path)};
     return 0;
 }
@@ -271,64 +310,69 @@ int host_dir_read_str(struct host_dirh *dh, const char *name, char **ret)
     char *s;
     size_t len;
     int r = host_dir_read(dh, name, &s, &len);
-    if (r < 0)
+    if (r < 0 || (r = text_ok(s, len)) < 0)
         return r;
-    if (strlen(s) != len) {
-        free(s);
-        return -EINVAL;
-    }
     *ret = strip_trailing(s);
     return 0;
 }
 
 int host_dir_read_u64(struct host_dirh *dh, const char *name, uint64_t *ret)
 {
-    _cleanup_free_ char *s = NULL;
-    int r = host_dir_read(dh, name, &s, NULL);
-    if (r < 0)
+    char *s;
+    size_t len;
+    int r = host_dir_read(dh, name, &s, &len);
+    if (r < 0 || (r = text_ok(s, len)) < 0)
         return r;
-    return parse_u64(s, ret);
+    r = parse_u64(s, ret);
+    free(s);
+    return r;
 }
 
 int host_dir_read_i64(struct host_dirh *dh, const char *name, int64_t *ret)
 {
-    _cleanup_free_ char *s = NULL;
-    int r = host_dir_read(dh, name, &s, NULL);
-    if (r < 0)
+    char *s;
+    size_t len;
+    int r = host_dir_read(dh, name, &s, &len);
+    if (r < 0 || (r = text_ok(s, len)) < 0)
         return r;
-    return parse_i64(s, ret);
+    r = parse_i64(s, ret);
+    free(s);
+    return r;
 }
 
 int host_read_str(struct host *h, enum host_dir d, const char *path, char **ret)
 {
     char *s;
-    int r = host_read(h, d, path, &s, NULL);
-    if (r < 0)
+    size_t len;
+    int r = host_read(h, d, path, &s, &len);
+    if (r < 0 || (r = text_ok(s, len)) < 0)
         return r;
-    if (memchr(s, '\0', strlen(s)) != NULL) {
-        free(s);
-        return -EINVAL;
-    }
     *ret = strip_trailing(s);
     return 0;
 }
 
 int host_read_u64(struct host *h, enum host_dir d, const char *path, uint64_t *ret)
 {
-    _cleanup_free_ char *s = NULL;
-    int r = host_read(h, d, path, &s, NULL);
-    if (r < 0)
+    char *s;
+    size_t len;
+    int r = host_read(h, d, path, &s, &len);
+    if (r < 0 || (r = text_ok(s, len)) < 0)
         return r;
-    return parse_u64(s, ret);
+    r = parse_u64(s, ret);
+    free(s);
+    return r;
 }
 
 int host_read_i64(struct host *h, enum host_dir d, const char *path, int64_t *ret)
 {
-    _cleanup_free_ char *s = NULL;
-    int r = host_read(h, d, path, &s, NULL);
-    if (r < 0)
+    char *s;
+    size_t len;
+    int r = host_read(h, d, path, &s, &len);
+    if (r < 0 || (r = text_ok(s, len)) < 0)
         return r;
-    return parse_i64(s, ret);
+    r = parse_i64(s, ret);
+    free(s);
+    return r;
 }
 
 int host_pread(struct host *h, enum host_dir d, const char *path, void *buf, size_t len,
@@ -450,11 +494,24 @@ static void record_existing(struct host *h, enum host_dir d, const char *path,
     }
 }
 
+/* stat() of a path, confined to the tree like every open. */
+static int stat_at(struct host *h, enum host_dir d, const char *path, struct stat *st)
+{
+    int dfd = dirfd_of(h, d);
+    if (dfd < 0)
+        return dfd;
+    if (h->live)
+        return fstatat(dfd, path, st, 0) < 0 ? -errno : 0;
+    _cleanup_close_ int fd = root_openat(h, dfd, path, O_PATH);
+    if (fd < 0)
+        return fd;
+    return fstat(fd, st) < 0 ? -errno : 0;
+}
+
 bool host_exists(struct host *h, enum host_dir d, const char *path)
 {
     struct stat st;
-    int dfd = dirfd_of(h, d);
-    if (dfd < 0 || fstatat(dfd, path, &st, 0) < 0)
+    if (stat_at(h, d, path, &st) < 0)
         return false;
     if (h->rec)
         record_existing(h, d, path, &st);
@@ -464,8 +521,7 @@ bool host_exists(struct host *h, enum host_dir d, const char *path)
 bool host_is_dir(struct host *h, enum host_dir d, const char *path)
 {
     struct stat st;
-    int dfd = dirfd_of(h, d);
-    if (dfd < 0 || fstatat(dfd, path, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+    if (stat_at(h, d, path, &st) < 0 || !S_ISDIR(st.st_mode))
         return false;
     if (h->rec)
         record_existing(h, d, path, &st);

@@ -502,6 +502,17 @@ static void add_anchor(struct devices_sample *ds, char *path, enum dev_anchor_ki
 
 static void anchor_block(struct host *h, struct devices_sample *ds, char *path, int depth);
 
+/* Slave, multipath and lower_ links can form cycles or fan out in a
+ * hostile tree: a path already anchored is not walked again, so the walk
+ * is linear in the anchors. */
+static bool anchored(const struct devices_sample *ds, const char *path)
+{
+    for (size_t i = 0; i < ds->nanchor; i++)
+        if (streq(ds->anchor[i].path, path))
+            return true;
+    return false;
+}
+
 /* Follow the links in DIR/sub ("slaves" of dm and md, "multipath" of an
  * NVMe namespace head, which lives under devices/virtual/ and not under
  * its controller). */
@@ -529,6 +540,10 @@ static void anchor_lower(struct host *h, struct devices_sample *ds, const char *
  * disk. */
 static void anchor_block(struct host *h, struct devices_sample *ds, char *path, int depth)
 {
+    if (anchored(ds, path)) {
+        free(path);
+        return;
+    }
     add_anchor(ds, path, DEV_ANCHOR_ROOTFS, ds->rootfs);
     if (depth >= MAX_SLAVE_DEPTH)
         return;
@@ -605,6 +620,10 @@ static void find_rootfs(struct host *h, struct devices_sample *ds)
 static void anchor_nic(struct host *h, struct devices_sample *ds, const char *iface, int depth)
 {
     char *path = resolve_sys_link(h, "class/net", iface);
+    if (path && anchored(ds, path)) {
+        free(path);
+        return;
+    }
     add_anchor(ds, path, DEV_ANCHOR_DEFAULT_NIC, ds->default_nic);
     char **names;
     size_t n;

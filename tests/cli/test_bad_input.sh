@@ -47,6 +47,34 @@ def has(where, what=None):
     return any(where in p["where"] and (what is None or what in (p["reason"] or "") or what == p["error"]) for p in probs)
 assert has("intel-rapl:0/energy_uj", "EACCES"), probs
 PY
+# Hostile trees: a FIFO must not block, an absolute symlink must not reach
+# the running machine, a NUL inside a value is garbage.
+cp -a "$src" "$tmp/h"
+rm -f "$tmp/h/watt-faults" "$tmp/h/proc/stat" "$tmp/h/proc/interrupts"
+mkfifo "$tmp/h/proc/stat"
+ln -s /proc/interrupts "$tmp/h/proc/interrupts"
+printf '0-3\0,4-39\n' >"$tmp/h/sys/devices/system/cpu/online"
+timeout 20 "$W" report --root "$tmp/h" --interval 0 --json >"$tmp/h.json" 2>"$tmp/err"; rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: hostile tree: exit $rc"; tail -3 "$tmp/err"; fail=1; }
+python3 - "$tmp/h.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+where = {p["where"].split("/", 1)[-1] if "/" in p["where"] else p["where"]: p for p in r["problems"]}
+probs = " ".join(p["where"] + " " + (p["error"] or "") + " " + p["reason"] for p in r["problems"])
+assert "not a plain file" in probs, probs                 # the FIFO: refused, named
+unavail = " ".join(u["reason"] for u in r["unavailable"])
+assert "leaves the recorded tree" in probs or "interrupts" in unavail, (probs, unavail)
+assert "cpu/online" in probs, probs                       # the NUL: garbage, named
+assert r["interrupts"] is None or not r["interrupts"].get("sources"), "read the live /proc/interrupts"
+PY
+# A cycle of slave links under the root partition must not explode.
+blk=$(find "$tmp/h/sys/devices" -path '*/block/*' -name partition -printf '%h\n' 2>/dev/null | head -1)
+if [ -n "$blk" ]; then
+    mkdir -p "$blk/slaves"
+    for i in $(seq 12); do ln -s "../../$(basename "$blk")" "$blk/slaves/s$i"; done
+    timeout 20 "$W" report --root "$tmp/h" --interval 0 >/dev/null 2>&1 ||
+        { echo "FAIL: a cycle of slave links hangs or crashes the report"; fail=1; }
+fi
 # malformed fault file
 echo "sys/x NOTANERRNO" >"$tmp/m/watt-faults"
 expect 1 "watt-faults: malformed" "$W" report --root "$tmp/m" --interval 0
