@@ -6,17 +6,43 @@
 
 #include "base/util.h"
 
-static double sum_scope(const struct power_readings *r, enum power_scope scope, int *count)
+/* The watts of one scope: the sum over its channels, and whether every
+ * channel gave a rate. A scope with one channel missing (package-1's
+ * energy_uj unreadable) is not a measurement of the whole. */
+static double sum_scope(const struct power_readings *r, enum power_scope scope, int *count,
+                        bool *complete)
 {
     double w = 0;
     *count = 0;
+    *complete = true;
     for (size_t i = 0; i < r->n; i++) {
-        if (r->v[i].scope != scope || isnan(r->v[i].watts))
+        if (r->v[i].scope != scope)
             continue;
+        if (isnan(r->v[i].watts)) {
+            *complete = false;
+            continue;
+        }
         w += r->v[i].watts;
         (*count)++;
     }
     return w;
+}
+
+/* One whole-server meter: the ACPI power meter first, else the first
+ * platform channel. Two meters of one server measure the same watts:
+ * adding them would double-count. */
+static const struct power_reading *platform_meter(const struct power_readings *r)
+{
+    const struct power_reading *best = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct power_reading *p = &r->v[i];
+        if (p->scope != POWER_SCOPE_PLATFORM || isnan(p->watts))
+            continue;
+        if (!best ||
+            (streq(p->source, "acpi_power_meter") && !streq(best->source, "acpi_power_meter")))
+            best = p;
+    }
+    return best;
 }
 
 static bool has_scope(const struct power_readings *r, enum power_scope scope)
@@ -53,20 +79,19 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
     if (!isnan(busy_cores))
         ps->estimated_w = model_estimate(m, cores, busy_cores, ghz);
 
-    int n_platform, n_psys, n_pkg, n_dram;
-    double platform = sum_scope(&ps->readings, POWER_SCOPE_PLATFORM, &n_platform);
-    double psys = sum_scope(&ps->readings, POWER_SCOPE_PSYS, &n_psys);
-    double pkg = sum_scope(&ps->readings, POWER_SCOPE_PACKAGE, &n_pkg);
-    double dram = sum_scope(&ps->readings, POWER_SCOPE_DRAM, &n_dram);
-    if (n_platform) {
-        const char *src = "platform meter";
-        for (size_t i = 0; i < ps->readings.n; i++)
-            if (ps->readings.v[i].scope == POWER_SCOPE_PLATFORM)
-                src = ps->readings.v[i].source;
-        set_measured(ps, platform, src, "the whole server (platform power meter)");
-    } else if (n_psys) {
+    int n_psys, n_pkg, n_dram;
+    bool all_psys, all_pkg, all_dram;
+    const struct power_reading *meter = platform_meter(&ps->readings);
+    double psys = sum_scope(&ps->readings, POWER_SCOPE_PSYS, &n_psys, &all_psys);
+    double pkg = sum_scope(&ps->readings, POWER_SCOPE_PACKAGE, &n_pkg, &all_pkg);
+    double dram = sum_scope(&ps->readings, POWER_SCOPE_DRAM, &n_dram, &all_dram);
+    if (meter) {
+        char cov[128];
+        snprintf(cov, sizeof(cov), "the whole server (%s %s)", meter->source, meter->domain);
+        set_measured(ps, meter->watts, meter->source, cov);
+    } else if (n_psys && all_psys) {
         set_measured(ps, psys, "rapl psys", "the SoC platform (RAPL psys)");
-    } else if (n_pkg) {
+    } else if (n_pkg && all_pkg && all_dram) {
         set_measured(ps, pkg + dram, n_dram ? "rapl package+dram" : "rapl package",
                      n_dram ? "CPU packages and DRAM only: fans, disks, NICs and PSU losses "
                               "are not metered"
@@ -77,9 +102,12 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
         snprintf(ps->source, sizeof(ps->source), "model %s", m->name);
         snprintf(ps->coverage, sizeof(ps->coverage), "the whole server (estimated, ±%.0f %%)",
                  m->error_pct);
-        /* A meter that exists but gave no rate (one snapshot) is still a meter. */
-        if (has_scope(&ps->readings, POWER_SCOPE_PACKAGE) ||
-            has_scope(&ps->readings, POWER_SCOPE_PLATFORM))
+        /* A meter that exists but gave no (complete) rate is still a meter. */
+        if (n_pkg && !all_pkg)
+            snprintf(ps->coverage, sizeof(ps->coverage),
+                     "estimated: a RAPL package gave no rate, a partial sum would be wrong");
+        else if (has_scope(&ps->readings, POWER_SCOPE_PACKAGE) ||
+                 has_scope(&ps->readings, POWER_SCOPE_PLATFORM))
             snprintf(ps->coverage, sizeof(ps->coverage),
                      "a meter exists but one snapshot gives no rate: estimated");
     }

@@ -190,7 +190,7 @@ int cpuidle_residency(const struct cpuidle_cpu *a, const struct cpuidle_cpu *b, 
         const struct cpuidle_state *x = &a->state[k], *y = &b->state[k];
         if (x->time_us == VAL_NONE || y->time_us == VAL_NONE || x->usage == VAL_NONE ||
             y->usage == VAL_NONE)
-            return -ENODATA;
+            return -ENOENT; /* unreadable: the reason is in the samples' problems */
         if (y->time_us < x->time_us || y->usage < x->usage)
             return -ERANGE;
         double t = (double)(y->time_us - x->time_us);

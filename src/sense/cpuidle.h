@@ -41,7 +41,7 @@ const struct cpuidle_cpu *cpuidle_find_cpu(const struct cpuidle_sample *s, int c
 
 /* Residency between two samples of one CPU, per state, in percent of the
  * wall interval; also the implied C0 share. Returns -ENODATA when the CPU
- * is missing in either sample or its states differ, -ERANGE when a counter
- * went backwards. res_pct has room for a->nstates values. */
+ * is missing in either sample or its states differ, -ENOENT when a counter
+ * was unreadable, -ERANGE when a counter went backwards. res_pct has room for a->nstates values. */
 int cpuidle_residency(const struct cpuidle_cpu *a, const struct cpuidle_cpu *b, double interval_us,
                       double *res_pct, double *ret_c0_pct, double *ret_wakeups_per_s);

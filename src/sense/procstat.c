@@ -262,8 +262,15 @@ int procstat_util(const struct procstat_cpu *a, const struct procstat_cpu *b,
             d[k] = NAN;
             continue;
         }
-        if (b->ticks[k] < a->ticks[k])
+        if (b->ticks[k] < a->ticks[k]) {
+            /* proc.rst: iowait can decrease; idle too on NO_HZ kernels
+             * (it is estimated from the tick). No time passed there. */
+            if (k == PROCSTAT_IOWAIT || k == PROCSTAT_IDLE) {
+                d[k] = 0;
+                continue;
+            }
             return -ERANGE;
+        }
         d[k] = (double)(b->ticks[k] - a->ticks[k]);
     }
     /* guest and guest_nice are inside user and nice: not in the total */
@@ -274,7 +281,9 @@ int procstat_util(const struct procstat_cpu *a, const struct procstat_cpu *b,
         return -ENODATA;
 #define Z(k)   (isnan(d[k]) ? 0 : d[k])
 #define PCT(x) (100.0 * (x) / total)
-    double busy = total - Z(PROCSTAT_IDLE) - Z(PROCSTAT_IOWAIT);
+    /* Steal is time the hypervisor ran another guest: not this CPU's work
+     * (top and mpstat show it apart too); it is reported as steal_pct. */
+    double busy = total - Z(PROCSTAT_IDLE) - Z(PROCSTAT_IOWAIT) - Z(PROCSTAT_STEAL);
     *ret = (struct procstat_util){
         .busy_pct = PCT(busy),
         .user_pct = PCT(Z(PROCSTAT_USER) + Z(PROCSTAT_NICE)),

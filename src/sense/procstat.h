@@ -61,7 +61,7 @@ struct procstat_sample {
 /* Shares of one CPU's (or the total's) ticks between two samples, in % of
  * all its ticks; NaN for a column the kernel does not have. */
 struct procstat_util {
-    double busy_pct;   /* everything but idle and iowait */
+    double busy_pct;   /* everything but idle, iowait and steal */
     double user_pct;   /* user + nice, guest included */
     double system_pct; /* system */
     double irq_pct;    /* irq + softirq */

@@ -90,6 +90,39 @@ static void test_summary_prefers_meters(void **state)
     power_summary_free(&ps);
 }
 
+/* Half a machine is not a measurement of it; two meters of one server are
+ * one measurement. */
+static void test_summary_partial_and_double(void **state)
+{
+    struct power_model m;
+    model_default(&m);
+    struct power_readings r = {0};
+    struct power_reading *p = power_readings_add(&r);
+    p->scope = POWER_SCOPE_PACKAGE;
+    p->watts = 244.8;
+    p = power_readings_add(&r);
+    p->scope = POWER_SCOPE_PACKAGE; /* package-1: energy_uj unreadable */
+    struct power_summary ps;
+    power_summarise(&ps, &r, &m, 376, 150, NAN);
+    assert_false(ps.measured);
+    assert_non_null(strstr(ps.coverage, "no rate"));
+    power_summary_free(&ps);
+
+    p = power_readings_add(&r);
+    p->scope = POWER_SCOPE_PLATFORM;
+    snprintf(p->source, sizeof(p->source), "hwmon");
+    p->watts = 200;
+    p = power_readings_add(&r);
+    p->scope = POWER_SCOPE_PLATFORM;
+    snprintf(p->source, sizeof(p->source), "acpi_power_meter");
+    p->watts = 226.5;
+    power_summarise(&ps, &r, &m, 40, 10, NAN);
+    assert_true(ps.measured);
+    assert_true(fabs(ps.it_w - 226.5) < 1e-9);
+    assert_string_equal(ps.source, "acpi_power_meter");
+    power_summary_free(&ps);
+}
+
 /* data/models/NAME.ini and the built-in of the same name agree exactly. */
 static void test_files_match_builtins(void **state)
 {
@@ -126,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_frequency_term),
         cmocka_unit_test(test_summary_prefers_meters),
         cmocka_unit_test(test_files_match_builtins),
+        cmocka_unit_test(test_summary_partial_and_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
