@@ -37,9 +37,6 @@ void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const c
     case EPERM:
         what = "permission denied (run as root)";
         break;
-    case EBADFD:
-        what = "not a plain file (a recorded tree holds plain files only)";
-        break;
     case EXDEV:
         what = "leaves the recorded tree (an absolute symlink or '..'): not read";
         break;
