@@ -61,7 +61,17 @@ static void latency_json(const struct report_ctx *c, struct json *j)
     value_json(j, "us", l->global_us);
     value_json(j, "raw", l->global_raw);
     json_object_end(j);
-    json_kv_bool(j, "holder_known", false);
+    json_kv_bool(j, "holders_scanned", l->holders_scanned);
+    json_kv_u64(j, "holders_unreadable", l->holders_unreadable);
+    json_key(j, "holders");
+    json_array_begin(j);
+    for (size_t i = 0; i < l->nholders; i++) {
+        json_object_begin(j);
+        json_kv_i64(j, "pid", l->holders[i].pid);
+        json_kv_string(j, "comm", l->holders[i].comm);
+        json_object_end(j);
+    }
+    json_array_end(j);
     json_key(j, "per_cpu");
     json_array_begin(j);
     for (unsigned i = 0; i < l->ncpus; i++) {
@@ -191,6 +201,27 @@ static void per_cpu_text(const struct latency_sample *l, struct strbuf *out)
     strbuf_putc(out, '\n');
 }
 
+static void holders_text(const struct latency_sample *l, struct strbuf *out)
+{
+    struct strbuf line = {0};
+    if (!l->nholders)
+        strbuf_append(&line, "no process has /dev/cpu_dma_latency open: a driver in the kernel "
+                             "holds the limit");
+    else
+        strbuf_appendf(&line,
+                       "held open by %zu process%s (each open file is one request; the "
+                       "lowest value wins):",
+                       l->nholders, l->nholders == 1 ? "" : "es");
+    for (size_t i = 0; i < l->nholders; i++)
+        strbuf_appendf(&line, " %s%s[%d]", i ? ", " : "",
+                       l->holders[i].comm ? l->holders[i].comm : "?", l->holders[i].pid);
+    if (l->holders_unreadable)
+        strbuf_appendf(&line, "; %u process%s could not be inspected", l->holders_unreadable,
+                       l->holders_unreadable == 1 ? "" : "es");
+    report_wrap(out, "  ", 4, strbuf_str(&line));
+    strbuf_free(&line);
+}
+
 static void latency_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct latency_sample *l = c->cur->latency;
@@ -209,10 +240,8 @@ static void latency_text(const struct report_ctx *c, struct strbuf *out)
         strbuf_appendf(out, "%" PRId64 " us\n", l->global_us);
     per_cpu_text(l, out);
     groups_text(c, l, out);
-    if (l->global_us != LATENCY_UNKNOWN && l->global_us != LATENCY_NONE)
-        strbuf_append(out, "  who asked for the global limit is not visible in sysfs: a process "
-                           "holding the device\n  open with a value written, or a driver in the "
-                           "kernel (fuser on the device shows processes)\n");
+    if (l->holders_scanned)
+        holders_text(l, out);
 }
 
 const struct report_section report_section_latency = {

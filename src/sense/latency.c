@@ -97,11 +97,65 @@ static int64_t read_resume(struct host *h, struct sample *s, int cpu)
     return LATENCY_UNKNOWN;
 }
 
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+static void scan_fds(struct host *h, struct latency_sample *l, const char *pid, const char *dev)
+{
+    char dir[48];
+    snprintf(dir, sizeof(dir), "%s/fd", pid);
+    char **fds;
+    size_t n;
+    if (host_list(h, HOST_PROC, dir, &fds, &n) < 0) {
+        l->holders_unreadable++; /* exited, or not ours to see */
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char link[96];
+        _cleanup_free_ char *target = NULL;
+        snprintf(link, sizeof(link), "%s/%s", dir, fds[i]);
+        if (host_readlink(h, HOST_PROC, link, &target) < 0 || !streq(target, dev))
+            continue;
+        l->holders = xrealloc(l->holders, (l->nholders + 1) * sizeof(*l->holders));
+        struct latency_holder *hd = &l->holders[l->nholders++];
+        hd->pid = atoi(pid);
+        hd->comm = NULL;
+        host_read_strf(h, HOST_PROC, &hd->comm, "%s/comm", pid);
+        break; /* one entry per process */
+    }
+    host_free_list(fds, n);
+}
+
+/* Who has the device open: the kernel keeps one request per open file, so
+ * these processes are the user-space candidates for the constraint. */
+static void find_holders(struct host *h, struct latency_sample *l)
+{
+    char **names;
+    size_t n;
+    if (host_list(h, HOST_PROC, ".", &names, &n) < 0)
+        return;
+    _cleanup_free_ char *dev = host_kernel_path(HOST_DEV, DMA_DEV);
+    l->holders_scanned = true;
+    for (size_t i = 0; i < n; i++)
+        if (all_digits(names[i]))
+            scan_fds(h, l, names[i], dev);
+    host_free_list(names, n);
+}
+
 static int latency_collect(struct host *h, void *state, struct sample *s)
 {
     struct latency_sample *l = xcalloc(1, sizeof(*l));
     s->latency = l;
     read_global(h, s, l);
+    if (l->global_us != LATENCY_NONE && l->global_us != LATENCY_UNKNOWN)
+        find_holders(h, l);
     l->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*l->cpus));
     CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu)
@@ -117,6 +171,9 @@ static void latency_free_sample(struct sample *s)
 {
     if (!s->latency)
         return;
+    for (size_t i = 0; i < s->latency->nholders; i++)
+        free(s->latency->holders[i].comm);
+    free(s->latency->holders);
     free(s->latency->cpus);
     free(s->latency);
     s->latency = NULL;

@@ -37,12 +37,25 @@ struct latency_cpu {
                           "n/a", else µs; LATENCY_UNKNOWN when unreadable */
 };
 
+/* A process with /dev/cpu_dma_latency open: one of them (or a driver in
+ * the kernel, which is not visible) set the global constraint. */
+struct latency_holder {
+    int pid;
+    char *comm; /* /proc/PID/comm; NULL when it exited meanwhile */
+};
+
 struct latency_sample {
     int64_t global_us;  /* LATENCY_NONE when the default, LATENCY_UNKNOWN when
                            unreadable, else µs */
     int64_t global_raw; /* the s32 as read; LATENCY_UNKNOWN when unreadable */
     unsigned ncpus;
     struct latency_cpu *cpus; /* online CPUs, by id; owned */
+    /* Only looked for while a global constraint is in force (a scan of
+     * every process's fds costs ~1 ms per 1000 fds). */
+    bool holders_scanned;
+    unsigned holders_unreadable; /* processes whose fd/ could not be listed */
+    size_t nholders;
+    struct latency_holder *holders; /* owned */
 };
 
 extern const struct sampler latency_sampler;

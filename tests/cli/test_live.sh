@@ -46,4 +46,24 @@ if ! ls /sys/class/powercap/*/energy_uj >/dev/null 2>&1 && ! [ -d /sys/bus/event
     check "$out" "estimated" "the report must say the power is estimated"
     check "$out" "no power meter" "the report must say no meter exists"
 fi
+# A process holding /dev/cpu_dma_latency is named while its request is in
+# force; the request dies with the file (pm_qos_interface.rst), so nothing
+# stays changed.
+if [ -w /dev/cpu_dma_latency ]; then
+    python3 - "$W" <<'PY' || fail=1
+import os, struct, subprocess, sys
+fd = os.open("/dev/cpu_dma_latency", os.O_RDWR)
+os.write(fd, struct.pack("i", 7))
+try:
+    out = subprocess.run([sys.argv[1], "report", "--interval", "0", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+finally:
+    os.close(fd)
+import json
+lat = json.loads(out)["latency"]
+assert lat["global"]["us"] <= 7, lat["global"]
+assert any(h["pid"] == os.getpid() for h in lat["holders"]), lat["holders"]
+print("holder found:", lat["holders"])
+PY
+fi
 exit $fail

@@ -140,6 +140,43 @@ static void test_collect(void **state)
     tree_free(root);
 }
 
+/* With a global constraint in force the processes holding the device open
+ * are listed: each open file is one request. */
+static void test_holders(void **state)
+{
+    int32_t g = 10;
+    char *root = make_root(&g, 4, NULL);
+    tree_write(root, "proc/4242/comm", "tuned\n");
+    tree_symlink(root, "proc/4242/fd/3", "/dev/null");
+    tree_symlink(root, "proc/4242/fd/5", "/dev/cpu_dma_latency");
+    tree_write(root, "proc/77/comm", "sshd\n");
+    tree_symlink(root, "proc/77/fd/0", "/dev/null");
+    tree_write(root, "proc/self/comm", "watt\n"); /* not a pid: skipped */
+    tree_write(root, "proc/900/comm", "gone\n");  /* no fd/: exited, or not ours */
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct sample *s = take(h);
+    const struct latency_sample *l = s->latency;
+    assert_true(l->holders_scanned);
+    assert_int_equal(l->nholders, 1);
+    assert_int_equal(l->holders[0].pid, 4242);
+    assert_string_equal(l->holders[0].comm, "tuned");
+    assert_int_equal(l->holders_unreadable, 1);
+    drop(s);
+    host_close(h);
+    tree_free(root);
+
+    /* no constraint: no scan at all */
+    g = 2000000000;
+    root = make_root(&g, 4, NULL);
+    assert_int_equal(host_open(root, &h), 0);
+    s = take(h);
+    assert_false(s->latency->holders_scanned);
+    drop(s);
+    host_close(h);
+    tree_free(root);
+}
+
 static void test_default_excludes_nothing(void **state)
 {
     int32_t g = LATENCY_GLOBAL_DEFAULT;
@@ -234,13 +271,10 @@ static void test_live(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_global),
-        cmocka_unit_test(test_parse_resume),
-        cmocka_unit_test(test_collect),
-        cmocka_unit_test(test_default_excludes_nothing),
-        cmocka_unit_test(test_short_and_denied),
-        cmocka_unit_test(test_probe_absent),
-        cmocka_unit_test(test_live),
+        cmocka_unit_test(test_parse_global), cmocka_unit_test(test_parse_resume),
+        cmocka_unit_test(test_collect),      cmocka_unit_test(test_default_excludes_nothing),
+        cmocka_unit_test(test_holders),      cmocka_unit_test(test_short_and_denied),
+        cmocka_unit_test(test_probe_absent), cmocka_unit_test(test_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
