@@ -279,6 +279,12 @@ int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host
     int fd = root_openat(h, dfd, path, O_PATH | O_DIRECTORY);
     if (fd < 0)
         return fd;
+    if (h->rec) { /* a replay must find the directory even if no file in it is read */
+        record_links(h, d, path);
+        _cleanup_free_ char *real = real_rel_path(h, fd);
+        if (real)
+            h->rec->dir(h->rec->ud, real);
+    }
     *ret = (struct host_dirh){.h = h, .d = d, .fd = fd, .path = xstrdup(path)};
     return 0;
 }

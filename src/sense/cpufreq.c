@@ -450,8 +450,6 @@ static int cpufreq_collect(struct host *h, void *state, struct sample *s)
         snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/cpufreq", cpu);
         if ((unsigned)cpu >= s->topo.ncpu || host_dir_open(h, HOST_SYS, dir, &x.dh) < 0)
             continue; /* no cpufreq policy for this CPU */
-        if (h->rec)
-            host_exists(h, HOST_SYS, dir); /* a snapshot records the directory */
         x.cpu = cpu;
         read_cpu(&x, &cf->cpus[cf->ncpus++]);
         host_dir_close(&x.dh);

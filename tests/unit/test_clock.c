@@ -12,6 +12,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "sense/clock.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define CS "sys/devices/system/clocksource/clocksource0/"
@@ -182,13 +183,6 @@ static struct sample *take(struct host *h)
     return s;
 }
 
-static void drop(struct sample *s)
-{
-    clock_sampler.free_sample(s);
-    diags_free(&s->diags);
-    free(s);
-}
-
 static void test_verdicts(void **state)
 {
     /* this VM: tsc with invariant flags */
@@ -203,7 +197,7 @@ static void test_verdicts(void **state)
     assert_string_equal(clock_verdict_name(CLOCK_TSC_TRUSTWORTHY), "trustworthy");
     assert_string_equal(clock_cpu_model(s->clock), "AMD EPYC");
     assert_true(clock_is_vm(s->clock));
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 
@@ -214,7 +208,7 @@ static void test_verdicts(void **state)
     assert_int_equal(clock_tsc_verdict(s->clock), CLOCK_TSC_NOT_CLOCKSOURCE);
     assert_true(clock_is_vm(s->clock));
     assert_non_null(strstr(clock_source_meaning("kvm-clock"), "fine in a VM"));
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 
@@ -226,7 +220,7 @@ static void test_verdicts(void **state)
     assert_false(clock_is_vm(s->clock));
     assert_non_null(strstr(clock_source_meaning("hpet"), "slow to read"));
     assert_false(clock_list_has(s->clock->available, "tsc"));
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -245,7 +239,7 @@ static void test_unreadable(void **state)
     assert_int_equal(s->diags.n, 2);
     assert_int_equal(s->diags.v[0].err, EACCES);
     assert_int_equal(s->diags.v[1].err, EIO);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 
@@ -257,7 +251,7 @@ static void test_unreadable(void **state)
     assert_int_equal(s->diags.n, 1);
     assert_non_null(strstr(s->diags.v[0].what, "processor"));
     assert_int_equal(clock_tsc_verdict(s->clock), CLOCK_TSC_UNKNOWN);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "sense/cpufreq.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define CPU        "sys/devices/system/cpu/"
@@ -89,14 +90,6 @@ static struct sample *take(struct fixture *f)
     return s;
 }
 
-static void drop(struct sample *s)
-{
-    cpufreq_sampler.free_sample(s);
-    topology_free(&s->topo);
-    diags_free(&s->diags);
-    free(s);
-}
-
 static void test_read(void **state)
 {
     struct fixture f;
@@ -135,8 +128,8 @@ static void test_read(void **state)
     assert_non_null(s2->cpufreq->msr_why);
     /* no APERF/MPERF: the mean falls back to scaling_cur_freq */
     NEAR(cpufreq_mean_busy_ghz(s->cpufreq, s2->cpufreq), 1.7);
-    drop(s);
-    drop(s2);
+    sample_free(s);
+    sample_free(s2);
     close_root(&f);
 }
 
@@ -190,7 +183,7 @@ static void test_bad_files(void **state)
     assert_int_equal(s->diags.n, 6);
     /* only cpu1 has scaling_cur_freq now */
     NEAR(cpufreq_mean_busy_ghz(NULL, s->cpufreq), 2.2);
-    drop(s);
+    sample_free(s);
     close_root(&f);
 }
 
@@ -206,8 +199,8 @@ static void test_offline(void **state)
     struct cpufreq_eff e;
     assert_int_equal(cpufreq_effective(a->cpufreq, b->cpufreq, 1, &e), -ENODATA);
     NEAR(cpufreq_mean_busy_ghz(a->cpufreq, b->cpufreq), 1.2);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     close_root(&f);
 }
 
@@ -389,7 +382,7 @@ static void test_node_exporter(void **state)
     }
     fclose(e2e);
     assert_int_equal(checked, 4 * 3 + 4 * 2 + 8);
-    drop(s);
+    sample_free(s);
     cpufreq_sampler.free_state(f.state);
     host_close(f.h);
 }

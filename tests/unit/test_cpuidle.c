@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "sense/cpuidle.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define CPU "sys/devices/system/cpu/"
@@ -56,14 +57,6 @@ static struct sample *take(struct host *h)
     return s;
 }
 
-static void drop(struct sample *s)
-{
-    cpuidle_sampler.free_sample(s);
-    topology_free(&s->topo);
-    diags_free(&s->diags);
-    free(s);
-}
-
 static void test_read_states(void **state)
 {
     char *root = make_root(NULL);
@@ -82,7 +75,7 @@ static void test_read_states(void **state)
     assert_int_equal(c1->state[3].residency_us, 600);
     assert_int_equal(c1->state[3].disable, 1);
     assert_int_equal(s->diags.n, 0);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -104,8 +97,8 @@ static void test_residency(void **state)
     assert_true(fabs(pct[1]) < 1e-9);
     assert_true(fabs(c0 - 50.0) < 1e-9);
     assert_true(fabs(wps - 50.0) < 1e-9);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     host_close(h);
     tree_free(root);
 }
@@ -125,8 +118,8 @@ static void test_backwards_and_offline(void **state)
     assert_null(cpuidle_find_cpu(b->cpuidle, 1));
     assert_int_equal(cpuidle_residency(cpuidle_find_cpu(a->cpuidle, 1), NULL, 1e6, pct, &c0, &wps),
                      -ENODATA);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     host_close(h);
     tree_free(root);
 }
@@ -151,7 +144,7 @@ static void test_unreadable_and_garbage(void **state)
     assert_non_null(strstr(s->diags.v[0].where, "cpu0/cpuidle/state1/usage"));
     assert_int_equal(s->diags.v[0].err, EACCES);
     assert_string_equal(s->diags.v[1].what, "malformed value");
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -171,7 +164,7 @@ static void test_multiple_drivers(void **state)
     assert_int_equal(cpuidle_find_cpu(s->cpuidle, 0)->state[3].latency_us, 133);
     assert_int_equal(cpuidle_find_cpu(s->cpuidle, 1)->state[3].latency_us, 250);
     assert_string_equal(cpuidle_find_cpu(s->cpuidle, 1)->state[3].name, "cluster-sleep");
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }

@@ -14,6 +14,7 @@
 #include "base/util.h"
 #include "sense/devices.h"
 #include "sense/devsafety.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define PCI0      "devices/pci0000:00"
@@ -156,13 +157,6 @@ static struct sample *take(struct host *h)
     return s;
 }
 
-static void drop(struct sample *s)
-{
-    devices_sampler.free_sample(s);
-    diags_free(&s->diags);
-    free(s);
-}
-
 static const struct device_candidate *find_c(const struct device_candidate *v, size_t n,
                                              const char *name)
 {
@@ -229,7 +223,7 @@ static void test_reads_devices(void **state)
     assert_int_equal(ds->ninput, 2);
     /* EIO-as-empty autosuspend_delay_ms and absent wakeup are normal */
     assert_int_equal(s->diags.n, 0);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -305,7 +299,7 @@ static void test_verdicts(void **state)
         safe += v[i].verdict == DEV_VERDICT_SAFE;
     assert_int_equal(safe, 2);
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -330,7 +324,7 @@ static void test_root_on_dm(void **state)
     assert_int_equal(c->verdict, DEV_VERDICT_UNSAFE);
     assert_string_equal(c->tag, "root fs");
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -361,7 +355,7 @@ static void test_root_on_nvme_multipath(void **state)
     /* the SATA controller no longer holds the root: a candidate */
     assert_int_equal(find_c(v, n, "0000:00:17.0")->verdict, DEV_VERDICT_SAFE);
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -389,7 +383,7 @@ static void test_unknown_root_and_route(void **state)
     assert_string_equal(find_c(v, n, "1-2")->tag, "root fs?"); /* USB mass storage */
     assert_int_equal(find_c(v, n, "0000:04:00.0")->verdict, DEV_VERDICT_UNSAFE);
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -435,7 +429,7 @@ static void test_bad_files(void **state)
     c = find_c(v, n, "0000:00:1f.6"); /* control unknown, suspended 0: never suspends */
     assert_int_equal(c->verdict, DEV_VERDICT_UNSAFE);
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -489,8 +483,8 @@ static void test_two_samples(void **state)
     assert_false(find_c(v, n, "usb1")->never_suspends);
     assert_false(find_c(v, n, "0000:00:1d.0")->never_suspends);
     device_candidates_free(v, n);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     host_close(h);
     tree_free(root);
 }
@@ -584,7 +578,7 @@ static void test_node_exporter(void **state)
     assert_string_equal(c->tag, "NIC?"); /* no routing table; it is also WoL-armed */
     assert_int_equal(c->dev->wakeup, DEV_WAKEUP_ENABLED);
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
 }
 
@@ -605,7 +599,7 @@ static void test_generated_fixtures(void **state)
     assert_string_equal(find_c(v, n, "0000:00:14.0")->tag, "input below");
     assert_int_equal(find_c(v, n, "2-1")->verdict, DEV_VERDICT_SAFE); /* USB stick */
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
     snprintf(root, sizeof(root), "%s/amd-epyc", dir);
     if (host_open(root, &h) < 0)
@@ -614,7 +608,7 @@ static void test_generated_fixtures(void **state)
     n = devices_assess(s->devices, NULL, &v);
     assert_string_equal(find_c(v, n, "0000:41:00.0")->tag, "root fs"); /* NVMe */
     device_candidates_free(v, n);
-    drop(s);
+    sample_free(s);
     host_close(h);
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "sense/hwmon.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define HW "sys/class/hwmon/"
@@ -65,13 +66,6 @@ static struct sample *take(struct host *h)
     struct sample *s = calloc(1, sizeof(*s));
     assert_int_equal(hwmon_sampler.collect(h, NULL, s), 0);
     return s;
-}
-
-static void drop(struct sample *s)
-{
-    hwmon_sampler.free_sample(s);
-    diags_free(&s->diags);
-    free(s);
 }
 
 static const struct power_reading *reading(const struct power_readings *r, const char *domain)
@@ -172,7 +166,7 @@ static void test_read_server(void **state)
     assert_true(isnan(p->delta_j) && isnan(p->watts));
     assert_int_equal(d.n, 0);
     power_readings_free(&r);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -203,8 +197,8 @@ static void test_two_samples(void **state)
     assert_non_null(strstr(d.v[0].what, "backwards"));
     power_readings_free(&r);
     diags_free(&d);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     host_close(h);
     tree_free(root);
 }
@@ -231,7 +225,7 @@ static void test_bad_values(void **state)
     assert_true(isnan(reading(&r, "hwmon4/power1")->watts));
     assert_true(reading(&r, "hwmon3/power1")->watts == 12.5); /* the rest still reads */
     power_readings_free(&r);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -252,8 +246,8 @@ static void test_sensor_gone(void **state)
     assert_int_equal(d.n, 2);
     power_readings_free(&r);
     diags_free(&d);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     host_close(h);
     tree_free(root);
 }
@@ -299,7 +293,7 @@ static void test_node_exporter(void **state)
     free(why);
     struct sample *s = take(h);
     assert_int_equal(s->hwmon->n, series);
-    drop(s);
+    sample_free(s);
     host_close(h);
 }
 

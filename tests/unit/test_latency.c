@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "sense/latency.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define CPU "sys/devices/system/cpu/"
@@ -88,14 +89,6 @@ static struct sample *take(struct host *h)
     return s;
 }
 
-static void drop(struct sample *s)
-{
-    latency_sampler.free_sample(s);
-    topology_free(&s->topo);
-    diags_free(&s->diags);
-    free(s);
-}
-
 static void test_collect(void **state)
 {
     int32_t g = 100;
@@ -135,7 +128,7 @@ static void test_collect(void **state)
     /* a CPU without its own file: the global limit still applies */
     assert_null(latency_find_cpu(l, 9));
     assert_true(latency_excludes_state(l, 9, 133));
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -162,7 +155,7 @@ static void test_holders(void **state)
     assert_int_equal(l->holders[0].pid, 4242);
     assert_string_equal(l->holders[0].comm, "tuned");
     assert_int_equal(l->holders_unreadable, 1);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 
@@ -172,7 +165,7 @@ static void test_holders(void **state)
     assert_int_equal(host_open(root, &h), 0);
     s = take(h);
     assert_false(s->latency->holders_scanned);
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -189,7 +182,7 @@ static void test_default_excludes_nothing(void **state)
     assert_true(latency_in_force_us(s->latency, 0) == LATENCY_NONE);
     assert_false(latency_excludes_state(s->latency, 0, 1000000));
     assert_true(latency_excludes_state(s->latency, 2, 133)); /* its own 20 us */
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }
@@ -212,7 +205,7 @@ static void test_short_and_denied(void **state)
     assert_true(latency_in_force_us(s->latency, 0) == LATENCY_NONE);
     assert_true(latency_in_force_us(s->latency, 3) == LATENCY_UNKNOWN);
     assert_false(latency_excludes_state(s->latency, 3, 133));
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 
@@ -224,7 +217,7 @@ static void test_short_and_denied(void **state)
     assert_int_equal(s->diags.v[0].err, EACCES);
     assert_non_null(strstr(s->diags.v[0].what, "permission denied"));
     assert_true(latency_excludes_state(s->latency, 1, 2));
-    drop(s);
+    sample_free(s);
     host_close(h);
     tree_free(root);
 }

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "sense/procstat.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
@@ -206,13 +207,6 @@ static struct sample *take(struct host *h, int *ret)
     return s;
 }
 
-static void drop(struct sample *s)
-{
-    procstat_sampler.free_sample(s);
-    diags_free(&s->diags);
-    free(s);
-}
-
 static void test_sampler(void **state)
 {
     char *root = tree_new();
@@ -236,8 +230,8 @@ static void test_sampler(void **state)
     assert_int_equal(b->diags.v[0].err, EACCES);
     assert_non_null(strstr(b->diags.v[0].where, "proc/stat"));
     assert_true(isnan(procstat_busy_cpus(a->procstat, b->procstat)));
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     host_close(h);
     tree_free(root);
 

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "sense/rapl.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 #define PC  "sys/class/powercap/"
@@ -74,13 +75,6 @@ static struct sample *take(struct ctx *c)
     rapl_sampler.collect(c->h, c->st, s);
     assert_non_null(s->rapl);
     return s;
-}
-
-static void drop(struct sample *s)
-{
-    rapl_sampler.free_sample(s);
-    diags_free(&s->diags);
-    free(s);
 }
 
 static void close_ctx(struct ctx *c)
@@ -274,8 +268,8 @@ static void test_node_exporter(void **state)
     assert_int_equal(d.n, 0);
     power_readings_free(&r);
     diags_free(&d);
-    drop(s);
-    drop(s2);
+    sample_free(s);
+    sample_free(s2);
     close_ctx(&c);
 }
 
@@ -303,8 +297,8 @@ static void test_wrap(void **state)
     assert_true(fabs(r.v[0].watts - 2.6577) < 1e-9);
     assert_int_equal(d.n, 0);
     power_readings_free(&r);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     close_ctx(&c);
     tree_free(root);
 }
@@ -334,7 +328,7 @@ static void test_eacces(void **state)
     assert_int_equal(r.n, 1);
     assert_true(isnan(r.v[0].joules));
     power_readings_free(&r);
-    drop(s);
+    sample_free(s);
     close_ctx(&c);
     tree_free(root);
 }
@@ -354,7 +348,7 @@ static void test_garbage(void **state)
         assert_true(isnan(y->joules));
         assert_non_null(y->why);
         assert_non_null(find_diag(&s->diags, "intel-rapl:0/energy_uj"));
-        drop(s);
+        sample_free(s);
         close_ctx(&c);
         tree_free(root);
     }
@@ -397,9 +391,9 @@ static void test_backwards_unknown_range(void **state)
     assert_int_equal(d.n, 1);
     power_readings_free(&r);
     diags_free(&d);
-    drop(a);
-    drop(b);
-    drop(x);
+    sample_free(a);
+    sample_free(b);
+    sample_free(x);
     close_ctx(&c);
     tree_free(root);
 }
@@ -422,8 +416,8 @@ static void test_above_range(void **state)
     assert_non_null(strstr(d.v[0].what, "above its wrap point"));
     power_readings_free(&r);
     diags_free(&d);
-    drop(a);
-    drop(b);
+    sample_free(a);
+    sample_free(b);
     close_ctx(&c);
     tree_free(root);
 }
@@ -459,7 +453,7 @@ static void test_zones(void **state)
     assert_true(s->rapl->v[0].joules == 1.0);
     /* the unknown name is reported */
     assert_non_null(find_diag(&s->diags, "intel-rapl:3/name"));
-    drop(s);
+    sample_free(s);
     close_ctx(&c);
     tree_free(root);
 }
@@ -497,7 +491,7 @@ static void test_perf_recorded(void **state)
     assert_string_equal(r.v[0].via, "perf");
     assert_true(isnan(r.v[0].joules));
     power_readings_free(&r);
-    drop(s);
+    sample_free(s);
     close_ctx(&c);
     tree_free(root);
 }
@@ -521,7 +515,7 @@ static void test_prefer_powercap(void **state)
     /* an event watt cannot program is skipped with a reason */
     assert_null(rapl_find(s->rapl, "uncore-0"));
     assert_non_null(find_diag(&s->diags, "events/energy-gpu"));
-    drop(s);
+    sample_free(s);
     close_ctx(&c);
     tree_free(root);
 }
@@ -540,7 +534,7 @@ static void test_perf_dies(void **state)
     assert_non_null(rapl_find(s->rapl, "package-0-die-0"));
     assert_non_null(rapl_find(s->rapl, "package-0-die-1"));
     assert_non_null(rapl_find(s->rapl, "dram-0-die-1"));
-    drop(s);
+    sample_free(s);
     close_ctx(&c);
     tree_free(root);
 }
