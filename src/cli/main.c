@@ -9,6 +9,7 @@
 static const struct verb verbs[] = {
     {"report", verb_report, "where the power goes: power, C-states, frequency, wake-ups, devices"},
     {"snapshot", verb_snapshot, "record exactly the files watt reads into a tar, for --root"},
+    {"fleet", verb_fleet, "simulate VM consolidation over a fleet: sim, compare"},
 };
 
 static void usage(FILE *f)

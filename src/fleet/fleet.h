@@ -1,0 +1,220 @@
+/* The fleet model: host types, VM types, traces, scenarios and results.
+ *
+ * Pure data and pure functions. Time and random seeds are arguments; the
+ * only I/O is in trace_load.c (reading a PlanetLab folder or a CSV file),
+ * at the edge. Units are in every name: _s seconds, _w watts, _j joules,
+ * _mb megabytes, _mbit megabits per second, mips million instructions per
+ * second, utilisation as a fraction 0..1 unless named _pct. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLEET_POWER_POINTS 11 /* power at 0, 10, ..., 100 % CPU load */
+#define FLEET_NAME_MAX     48
+
+/* Errors from parsers and the simulator: a sentence naming what and where
+ * ("trace/20110303/host_x line 17: '1o' is not a number"). */
+struct fleet_error {
+    char msg[512];
+};
+
+void fleet_error_set(struct fleet_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+struct fleet_host_type {
+    char name[FLEET_NAME_MAX];
+    unsigned cores;
+    double mips_per_core;
+    unsigned ram_mb;
+    double bw_mbit;                     /* network; half of it carries migrations */
+    double power_w[FLEET_POWER_POINTS]; /* SPECpower-style table, linearly interpolated */
+    double off_w;                       /* drawn when switched off (BMC), realistic mode */
+    double boot_s;                      /* off -> able to run VMs, realistic mode */
+    double boot_j;                      /* energy of one boot above off_w, realistic mode */
+};
+
+struct fleet_vm_type {
+    char name[FLEET_NAME_MAX];
+    double mips; /* per vCPU */
+    unsigned pes;
+    unsigned ram_mb;
+    double bw_mbit;
+};
+
+/* The hosts of a fleet: types and, per host, its type index. */
+struct fleet_hosts {
+    struct fleet_host_type *types;
+    size_t n_types;
+    uint16_t *type_of; /* [n_hosts] */
+    size_t n_hosts;
+};
+
+/* Built-in types: the HP ProLiant ML110 G4 (Xeon 3040) and G5 (Xeon 3075)
+ * of CloudSim's PlanetLab experiments, with their SPECpower tables. */
+const struct fleet_host_type *fleet_host_type_builtin(const char *name);
+
+/* Parse a host spec. SPEC is either "cloudsim" (800 hosts, G4 and G5
+ * alternating, as in CloudSim), a list "400xg4,400xg5[,alternate]", or the
+ * text of an INI file with [type NAME] sections and a [fleet] section (see
+ * docs/fleet.md). ORIGIN names the text in errors ("hosts.ini"). Pure. */
+int fleet_hosts_parse(const char *text, size_t len, const char *origin, struct fleet_hosts *ret,
+                      struct fleet_error *err);
+void fleet_hosts_free(struct fleet_hosts *h);
+double fleet_host_type_mips(const struct fleet_host_type *t); /* cores x mips_per_core */
+/* Power at utilisation u (0..1, clamped) by linear interpolation, watts. */
+double fleet_host_type_power(const struct fleet_host_type *t, double u);
+
+/* The four VM types of CloudSim's experiments (EC2-like, RAM halved). */
+extern const struct fleet_vm_type fleet_vm_types_cloudsim[4];
+
+/* CPU demand traces: one series per VM, one sample every step_s seconds,
+ * in units of 0.01 % of the VM's capacity (0..10000), which holds
+ * PlanetLab's integer percentages exactly. A VM exists from sample FIRST
+ * for LEN samples (CSV traces may start and end VMs at any step). */
+struct fleet_trace_vm {
+    char *name;
+    uint32_t first;
+    uint32_t len;
+    size_t off;      /* into fleet_trace.cpu */
+    uint32_t ram_mb; /* from the CSV mem_mb column (max), 0 = take the VM type's */
+};
+
+struct fleet_trace {
+    char *origin; /* folder or file it came from, for messages */
+    double step_s;
+    uint32_t n_steps; /* horizon = n_steps x step_s */
+    struct fleet_trace_vm *vms;
+    size_t n_vms;
+    uint16_t *cpu;
+};
+
+#define FLEET_CPU_SCALE 10000.0 /* cpu[] units per 100 % */
+
+void fleet_trace_free(struct fleet_trace *t);
+
+/* One PlanetLab file: one integer percentage per line. Pure; NAME is used in
+ * errors. Appends one VM to T (T->step_s must be set). */
+int fleet_trace_parse_planetlab(const char *text, size_t len, const char *name,
+                                struct fleet_trace *t, struct fleet_error *err);
+/* A CSV trace: header "vm,time_s,cpu_pct[,mem_mb]", rows sorted by vm then
+ * time, one step for all VMs. Pure. */
+int fleet_trace_parse_csv(const char *text, size_t len, const char *origin, struct fleet_trace *ret,
+                          struct fleet_error *err);
+/* Load a PlanetLab folder (files in byte order of their names) or a .csv
+ * file. The only I/O of the fleet layer. */
+int fleet_trace_load(const char *path, struct fleet_trace *ret, struct fleet_error *err);
+
+/* A seeded synthetic trace: diurnal pattern, bursts, heavy-tailed sizes. */
+struct fleet_synth {
+    size_t n_vms;
+    uint32_t n_steps; /* default 288 */
+    double step_s;    /* default 300 */
+    uint64_t seed;
+    double mean_pct; /* target mean utilisation, default 12 (like PlanetLab) */
+};
+int fleet_trace_synth(const struct fleet_synth *s, struct fleet_trace *ret,
+                      struct fleet_error *err);
+
+/* Demand of VM v at sample index k as a fraction 0..1 (0 outside its life). */
+static inline double fleet_trace_at(const struct fleet_trace *t, size_t v, uint32_t k)
+{
+    const struct fleet_trace_vm *vm = &t->vms[v];
+    if (k < vm->first || k - vm->first >= vm->len)
+        return 0.0;
+    return t->cpu[vm->off + (k - vm->first)] / FLEET_CPU_SCALE;
+}
+
+/* ---- policies -------------------------------------------------------- */
+
+enum fleet_alloc {
+    FLEET_NPA,     /* no power management: every host at full power */
+    FLEET_DVFS,    /* power follows load, no migrations */
+    FLEET_MIGRATE, /* CloudSim's detector + selection + PABFD */
+    FLEET_WATT,    /* ours */
+};
+
+enum fleet_detector { FLEET_THR, FLEET_IQR, FLEET_MAD, FLEET_LR, FLEET_LRR };
+enum fleet_selection { FLEET_MMT, FLEET_MC, FLEET_MU, FLEET_RS };
+
+struct fleet_policy {
+    enum fleet_alloc alloc;
+    enum fleet_detector detector;
+    enum fleet_selection selection;
+    double param;              /* threshold or safety parameter */
+    char name[FLEET_NAME_MAX]; /* canonical: "iqr-mmt-1.5", "watt" */
+};
+
+/* "npa", "dvfs", "thr-mmt-0.8", "iqr-mc-1.5", "lrr-rs-1.2", "watt". */
+int fleet_policy_parse(const char *s, struct fleet_policy *ret, struct fleet_error *err);
+
+/* ---- simulation ------------------------------------------------------ */
+
+struct fleet_options {
+    bool compat;       /* reproduce CloudSim 3.0.3, artefacts included */
+    double interval_s; /* decision interval, default 300 */
+    uint64_t seed;     /* RS selection, tie breaks */
+    /* realistic mode only */
+    double boot_s;                    /* < 0: take each host type's */
+    double boot_j;                    /* < 0: take each host type's */
+    double off_w;                     /* < 0: take each host type's */
+    unsigned max_migrations_per_host; /* concurrent, in + out; default 2 */
+    bool hard_ram;                    /* a VM holds its whole RAM on its host; default
+                                       * is CloudSim's model, where RAM is checked only
+                                       * when a VM is created (the PlanetLab runner
+                                       * models RAM use as 0) */
+    bool series;                      /* keep the per-interval time series */
+};
+
+void fleet_options_default(struct fleet_options *o);
+
+/* The time series: one point per decision interval. */
+struct fleet_point {
+    double t_s;
+    unsigned active_hosts; /* hosts on (running VMs, booting or idle-on) */
+    unsigned vms;          /* VMs alive */
+    double power_w;        /* mean over the interval */
+    double sla_violation;  /* share of active host-time in violation this interval */
+    unsigned migrations;   /* started this interval */
+};
+
+struct fleet_result {
+    char policy[FLEET_NAME_MAX];
+    bool compat;
+    double energy_kwh;
+    double slatah;   /* fraction */
+    double pdm;      /* fraction */
+    double slav;     /* slatah x pdm */
+    double esv;      /* energy_kwh x slav */
+    double unserved; /* share of requested VM CPU-time not served (realistic) */
+    unsigned long migrations;
+    unsigned long power_ons;
+    unsigned long power_offs;
+    unsigned max_active_hosts;
+    double mean_active_hosts;
+    size_t vms_end;         /* VMs alive at the end (compat removes idle ones) */
+    double lower_bound_kwh; /* fluid lower bound, same accounting */
+    struct fleet_point *series;
+    size_t n_series;
+};
+
+void fleet_result_free(struct fleet_result *r);
+
+struct fleet_scenario {
+    const struct fleet_hosts *hosts;
+    const struct fleet_trace *trace;
+    const struct fleet_vm_type *vm_types;
+    size_t n_vm_types;
+    const uint16_t *vm_type_of; /* [n_vms]; NULL: CloudSim's quarters rule */
+};
+
+/* Run one simulation. Returns 0, or -EINVAL with ERR set when the scenario
+ * cannot run (a VM bigger than every host, no hosts). */
+int fleet_sim_run(const struct fleet_scenario *sc, const struct fleet_policy *p,
+                  const struct fleet_options *o, struct fleet_result *ret, struct fleet_error *err);
+
+/* The fluid lower bound of energy: every interval, the total demand packed
+ * perfectly onto the fewest, most efficient hosts (fractional last host),
+ * no migration or boot cost; the same metering as the run's mode. */
+double fleet_lower_bound_kwh(const struct fleet_scenario *sc, const struct fleet_options *o);

@@ -1,0 +1,326 @@
+/* fleet_sim_run(): set a scenario up, step through time, collect results. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "fleet/sim.h"
+
+/* CloudSim's rule: VM i of N gets type i / ceil(N / 4) (file order). */
+static size_t quarters_type(size_t i, size_t n, size_t n_types)
+{
+    size_t per = (n + n_types - 1) / n_types;
+    size_t t = per ? i / per : 0;
+    return t < n_types ? t : n_types - 1;
+}
+
+/* Does VM v fit an empty host of some type (its whole MIPS on one core,
+ * its RAM)? Otherwise the scenario cannot run. */
+static int check_fits(const struct sim *s, size_t vi, struct fleet_error *err)
+{
+    const struct vm *v = &s->vms[vi];
+    const struct fleet_hosts *hs = s->sc->hosts;
+    for (size_t t = 0; t < hs->n_types; t++)
+        if (hs->types[t].mips_per_core >= v->mips && hs->types[t].cores >= v->pes &&
+            hs->types[t].ram_mb >= v->ram_mb)
+            return 0;
+    fleet_error_set(err,
+                    "VM '%s' (%u x %.0f MIPS, %.0f MB RAM) is bigger than every host type: "
+                    "it needs a core of at least %.0f MIPS and %.0f MB",
+                    s->sc->trace->vms[vi].name, v->pes, v->mips, v->ram_mb, v->mips, v->ram_mb);
+    return -EINVAL;
+}
+
+static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct fleet_policy *p,
+                    const struct fleet_options *o, struct fleet_host_type *types,
+                    struct fleet_error *err)
+{
+    const struct fleet_hosts *hs = sc->hosts;
+    const struct fleet_trace *tr = sc->trace;
+
+    if (!hs->n_hosts || !hs->n_types) {
+        fleet_error_set(err, "the fleet has no hosts");
+        return -EINVAL;
+    }
+    if (!tr->n_vms || !tr->n_steps) {
+        fleet_error_set(err, "trace %s has no VMs", tr->origin ? tr->origin : "");
+        return -EINVAL;
+    }
+    if (!sc->n_vm_types) {
+        fleet_error_set(err, "no VM types");
+        return -EINVAL;
+    }
+    *s = (struct sim){.sc = sc, .pol = p, .opt = o, .compat = o->compat, .rng = o->seed};
+    for (size_t t = 0; t < hs->n_types; t++) {
+        types[t] = hs->types[t];
+        if (o->off_w >= 0)
+            types[t].off_w = o->off_w;
+        if (o->boot_s >= 0)
+            types[t].boot_s = o->boot_s;
+        if (o->boot_j >= 0)
+            types[t].boot_j = o->boot_j;
+        if (!(types[t].boot_s > 0))
+            types[t].boot_s = 1e-9; /* instant boot: avoid dividing by 0 */
+    }
+    s->n_hosts = hs->n_hosts;
+    s->hosts = xcalloc(s->n_hosts, sizeof(*s->hosts));
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        struct host *h = &s->hosts[hi];
+        h->type = &types[hs->type_of[hi]];
+        h->cap = fleet_host_type_mips(h->type);
+        h->power = o->compat ? HOST_ON : HOST_OFF;
+    }
+    s->n_vms = tr->n_vms;
+    s->vms = xcalloc(s->n_vms, sizeof(*s->vms));
+    for (size_t vi = 0; vi < s->n_vms; vi++) {
+        struct vm *v = &s->vms[vi];
+        size_t t =
+            sc->vm_type_of ? sc->vm_type_of[vi] : quarters_type(vi, s->n_vms, sc->n_vm_types);
+        if (t >= sc->n_vm_types)
+            t = sc->n_vm_types - 1;
+        v->type = &sc->vm_types[t];
+        v->mips = v->type->mips;
+        v->pes = v->type->pes ? v->type->pes : 1;
+        v->ram_mb = tr->vms[vi].ram_mb ? tr->vms[vi].ram_mb : v->type->ram_mb;
+        v->host = v->dest = -1;
+        int r = check_fits(s, vi, err);
+        if (r < 0)
+            return r;
+    }
+    s->saved_off = xcalloc(s->n_hosts + 1, sizeof(*s->saved_off));
+    s->saved_ram = xcalloc(s->n_hosts, sizeof(*s->saved_ram));
+    if (p->alloc == FLEET_WATT)
+        return watt_policy_init(s);
+    return 0;
+}
+
+static void sim_free(struct sim *s)
+{
+    if (s->pol && s->pol->alloc == FLEET_WATT)
+        watt_policy_free(s);
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
+        free(s->hosts[hi].vms);
+    free(s->hosts);
+    free(s->vms);
+    free(s->migs);
+    free(s->saved);
+    free(s->saved_off);
+    free(s->saved_ram);
+}
+
+static int32_t initial_host(struct sim *s, int32_t vi)
+{
+    if (s->pol->alloc == FLEET_WATT)
+        return watt_initial_host(s, vi);
+    return cloudsim_initial_host(s, vi);
+}
+
+/* Create VM vi now: CloudSim asks for its full MIPS and RAM at creation. */
+static void vm_create(struct sim *s, int32_t vi)
+{
+    struct vm *v = &s->vms[vi];
+    v->req = v->mips * v->pes;
+    int32_t hi = initial_host(s, vi);
+    v->alive = true;
+    if (hi < 0) {
+        if (s->compat) {
+            v->alive = false;
+            v->gone = true;
+            s->n_failed++;
+        }
+        return; /* realistic: waits for a host, its demand unserved */
+    }
+    struct host *h = &s->hosts[hi];
+    host_add_vm(h, vi);
+    h->ram_used += v->ram_mb;
+    v->host = hi;
+    v->born = true;
+    if (!s->compat && h->power == HOST_OFF) {
+        if (s->now == 0)
+            h->power = HOST_ON; /* the fleet starts with its loaded hosts up */
+        else
+            sim_power_on(s, hi);
+    }
+}
+
+static void optimize(struct sim *s)
+{
+    switch (s->pol->alloc) {
+    case FLEET_MIGRATE:
+        cloudsim_optimize(s);
+        break;
+    case FLEET_WATT:
+        watt_optimize(s);
+        break;
+    default:
+        break;
+    }
+    if (!s->compat && s->pol->alloc != FLEET_NPA && s->pol->alloc != FLEET_WATT) {
+        /* CloudSim's policies switch a host off as soon as it is empty */
+        for (size_t hi = 0; hi < s->n_hosts; hi++)
+            if (s->hosts[hi].power == HOST_ON && !s->hosts[hi].n_vms)
+                sim_power_off(s, (int32_t)hi);
+    }
+}
+
+static unsigned count_active(const struct sim *s)
+{
+    unsigned n = 0;
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        const struct host *h = &s->hosts[hi];
+        if (s->pol->alloc == FLEET_NPA)
+            n++;
+        else if (s->compat ? h->util_mips > 0 : h->power != HOST_OFF)
+            n++;
+    }
+    return n;
+}
+
+static void record_point(struct sim *s, struct fleet_result *r, double t, double dt)
+{
+    unsigned vms = 0;
+    for (size_t vi = 0; vi < s->n_vms; vi++)
+        vms += s->vms[vi].alive;
+    struct fleet_point pt = {
+        .t_s = t,
+        .active_hosts = count_active(s),
+        .vms = vms,
+        .power_w = dt > 0 ? s->interval_energy_ws / dt : 0,
+        .sla_violation =
+            s->interval_active_s > 0 ? s->interval_violation_s / s->interval_active_s : 0,
+        .migrations = s->interval_migrations,
+    };
+    s->interval_energy_ws = s->interval_active_s = s->interval_violation_s = 0;
+    s->interval_migrations = 0;
+    if (pt.active_hosts > r->max_active_hosts)
+        r->max_active_hosts = pt.active_hosts;
+    r->mean_active_hosts += pt.active_hosts;
+    if (!s->opt->series)
+        return;
+    size_t cap = r->n_series;
+    if ((r->n_series & (r->n_series - 1)) == 0) { /* grow at powers of two */
+        cap = r->n_series ? 2 * r->n_series : 1;
+        r->series = xrealloc(r->series, cap * sizeof(*r->series));
+    }
+    r->series[r->n_series++] = pt;
+}
+
+/* CloudSim: create every VM at 0, ticks at 300.1, 600.1, ... while before
+ * the 24-h limit; VMs whose demand hits 0 are removed; migrations still in
+ * flight at the last tick complete (and are metered) before the limit. */
+static void run_compat(struct sim *s, struct fleet_result *r)
+{
+    double limit = s->sc->trace->n_steps * s->sc->trace->step_s;
+    double interval = s->opt->interval_s, prev = 0;
+
+    for (size_t vi = 0; vi < s->n_vms; vi++)
+        vm_create(s, (int32_t)vi);
+    if (!s->opt->hard_ram)
+        for (size_t hi = 0; hi < s->n_hosts; hi++)
+            s->hosts[hi].ram_used = 0; /* CloudSim re-creates VMs at 0 MB in its first round */
+    size_t ticks = 0;
+    for (double t = 0.1 + interval; t < limit; t += interval) {
+        run_migrations_until(s, t);
+        s->now = t;
+        sim_update(s, t);
+        if (ticks++)
+            r->mean_active_hosts += 0; /* (the first interval is unmetered) */
+        optimize(s);
+        record_point(s, r, t, t - prev);
+        prev = t;
+    }
+    run_migrations_until(s, limit);
+    r->mean_active_hosts = ticks ? r->mean_active_hosts / (double)ticks : 0;
+}
+
+/* Realistic: VMs live as their traces say, ticks at k x interval, a final
+ * update at the horizon. */
+static void run_realistic(struct sim *s, struct fleet_result *r)
+{
+    const struct fleet_trace *tr = s->sc->trace;
+    double interval = s->opt->interval_s;
+    double limit = tr->n_steps * tr->step_s;
+    size_t ticks = 0;
+    double prev = 0;
+
+    for (double t = 0; t <= limit + 1e-9; t += interval) {
+        run_migrations_until(s, t);
+        s->now = t;
+        boots_complete(s, t);
+        sim_update(s, t);
+        if (t > 0) {
+            ticks++;
+            record_point(s, r, t, t - prev);
+            prev = t;
+        }
+        if (t >= limit)
+            break;
+        uint32_t k = (uint32_t)floor(t / tr->step_s + 1e-9);
+        if (!s->opt->hard_ram) /* RAM counts only while VMs are created */
+            for (size_t hi = 0; hi < s->n_hosts; hi++)
+                s->hosts[hi].ram_used = 0;
+        for (size_t vi = 0; vi < s->n_vms; vi++) {
+            struct vm *v = &s->vms[vi];
+            const struct fleet_trace_vm *tv = &tr->vms[vi];
+            if (v->alive && k >= tv->first + tv->len && v->dest < 0)
+                vm_finish(s, (int32_t)vi);
+            else if ((!v->alive && !v->gone && k >= tv->first && k < tv->first + tv->len) ||
+                     (v->alive && v->host < 0))
+                vm_create(s, (int32_t)vi);
+        }
+        optimize(s);
+    }
+    r->mean_active_hosts = ticks ? r->mean_active_hosts / (double)ticks : 0;
+}
+
+static void fill_result(const struct sim *s, const struct fleet_policy *p, struct fleet_result *r)
+{
+    double active = 0, viol = 0, req = 0, alloc = 0, loss = 0;
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        active += s->hosts[hi].active_s;
+        viol += s->hosts[hi].violation_s;
+    }
+    for (size_t vi = 0; vi < s->n_vms; vi++) {
+        req += s->vms[vi].req_integral;
+        alloc += s->vms[vi].alloc_integral;
+        loss += s->vms[vi].mig_loss_integral;
+        r->vms_end += s->vms[vi].alive;
+    }
+    snprintf(r->policy, sizeof(r->policy), "%s", p->name);
+    r->compat = s->compat;
+    r->energy_kwh = s->energy_ws / 3.6e6;
+    r->slatah = active > 0 ? viol / active : 0;
+    r->pdm = req > 0 ? loss / req : 0;
+    r->slav = r->slatah * r->pdm;
+    r->esv = r->energy_kwh * r->slav;
+    double want = req + s->pending_req_integral;
+    r->unserved = want > 0 ? (want - alloc) / want : 0;
+    r->migrations = s->migrations;
+    r->power_ons = s->power_ons;
+    r->power_offs = s->power_offs;
+}
+
+int fleet_sim_run(const struct fleet_scenario *sc, const struct fleet_policy *p,
+                  const struct fleet_options *o, struct fleet_result *ret, struct fleet_error *err)
+{
+    struct sim s = {0};
+    struct fleet_result r = {0};
+    _cleanup_free_ struct fleet_host_type *types =
+        xcalloc(sc->hosts->n_types ? sc->hosts->n_types : 1, sizeof(*types));
+
+    int rc = sim_init(&s, sc, p, o, types, err);
+    if (rc < 0) {
+        sim_free(&s);
+        return rc;
+    }
+    if (o->compat)
+        run_compat(&s, &r);
+    else
+        run_realistic(&s, &r);
+    fill_result(&s, p, &r);
+    sim_free(&s);
+    r.lower_bound_kwh = fleet_lower_bound_kwh(sc, o);
+    *ret = r;
+    return 0;
+}

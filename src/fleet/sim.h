@@ -1,0 +1,121 @@
+/* The simulator's state, shared by the engine (sim.c), CloudSim's
+ * consolidation (compat.c) and ours (watt_policy.c). Internal to src/fleet. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fleet/fleet.h"
+
+#define VM_HISTORY 30 /* CloudSim's PowerVm.HISTORY_LENGTH */
+
+enum host_power { HOST_ON, HOST_OFF, HOST_BOOTING };
+
+struct vm {
+    const struct fleet_vm_type *type;
+    double mips; /* per PE */
+    unsigned pes;
+    double ram_mb;
+    int32_t host;     /* -1: not placed (not yet born, failed or gone) */
+    int32_t dest;     /* migration target, -1 when not migrating */
+    bool alive;       /* exists now */
+    bool gone;        /* compat: finished (demand hit 0); realistic: trace ended */
+    bool born;        /* has been placed once */
+    double req;       /* requested MIPS (all PEs) at the last update */
+    double alloc;     /* allocated by its host at the last update */
+    double mig_end_s; /* completion time of the migration in flight */
+    /* utilisation history, most recent first, CloudSim's PowerVm */
+    double hist[VM_HISTORY];
+    uint8_t hist_n;
+    /* state-history accounting (PDM, unserved) */
+    bool sh_has, sh_mig;
+    double sh_t, sh_alloc, sh_req;
+    double req_integral, alloc_integral, mig_loss_integral;
+    /* watt policy bookkeeping */
+    uint16_t migrations_day;
+    double last_migration_s;
+};
+
+struct host {
+    const struct fleet_host_type *type;
+    double cap;   /* total MIPS */
+    int32_t *vms; /* VMs on this host (incl. migrating in), in CloudSim's list order */
+    uint32_t n_vms, cap_vms;
+    uint32_t n_in;    /* migrating in */
+    uint32_t n_out;   /* migrating out */
+    double util_mips; /* at the last update */
+    double ram_used;  /* requested RAM of VMs here */
+    enum host_power power;
+    double boot_done_s;
+    double off_since_s;
+    /* state-history accounting (SLATAH) */
+    bool sh_has, sh_active;
+    double sh_t, sh_alloc, sh_req;
+    double active_s, violation_s;
+};
+
+struct migration {
+    int32_t vm, src, dst;
+    double end_s;
+};
+
+struct sim {
+    const struct fleet_scenario *sc;
+    const struct fleet_policy *pol;
+    const struct fleet_options *opt;
+    bool compat;
+    struct vm *vms;
+    size_t n_vms;
+    struct host *hosts;
+    size_t n_hosts;
+    double now;    /* current simulated time, s */
+    double last_s; /* last update time */
+    double energy_ws;
+    double interval_energy_ws;
+    double interval_active_s, interval_violation_s;
+    unsigned interval_migrations;
+    unsigned long migrations, power_ons, power_offs;
+    struct migration *migs; /* in flight, unordered */
+    size_t n_migs, cap_migs;
+    uint64_t rng;
+    /* a scratch plan for the consolidation round: saved lists */
+    int32_t *saved;
+    uint32_t *saved_off;
+    double *saved_ram;
+    size_t n_failed;             /* VMs no host could take at creation */
+    double pending_req_integral; /* demand of VMs waiting for a host */
+    void *policy_state;          /* watt policy */
+};
+
+/* ---- sim.c: the scheduler of one host, and plan operations ---- */
+double host_allocated_mips(const struct sim *s, const struct host *h, bool potential);
+double host_available_mips(const struct sim *s, const struct host *h);
+bool host_suitable(const struct sim *s, const struct host *h, const struct vm *v);
+double vm_requested_mips(const struct sim *s, const struct vm *v);
+void host_add_vm(struct host *h, int32_t vm);
+void host_remove_vm(struct host *h, int32_t vm);
+bool host_has_vm(const struct host *h, int32_t vm);
+double host_requested_mips(const struct sim *s, const struct host *h);
+double host_power_w(const struct host *h, double util_mips);
+void plan_save(struct sim *s);
+void plan_restore(struct sim *s);
+int sim_start_migration(struct sim *s, int32_t vm, int32_t dst);
+void sim_power_off(struct sim *s, int32_t host);
+void sim_power_on(struct sim *s, int32_t host);
+uint64_t sim_random(struct sim *s);
+double vm_demand(const struct sim *s, size_t v, double t);
+void sim_update(struct sim *s, double t);
+void run_migrations_until(struct sim *s, double limit);
+void boots_complete(struct sim *s, double t);
+void vm_finish(struct sim *s, int32_t vi);
+
+/* ---- compat.c: CloudSim's detectors, selection, PABFD, underload ---- */
+/* Initial placement of VM v at creation: PABFD or first fit. -1: nowhere. */
+int32_t cloudsim_initial_host(struct sim *s, int32_t v);
+void cloudsim_optimize(struct sim *s);
+
+/* ---- watt_policy.c ---- */
+int watt_policy_init(struct sim *s);
+void watt_policy_free(struct sim *s);
+int32_t watt_initial_host(struct sim *s, int32_t v);
+void watt_optimize(struct sim *s);
