@@ -143,6 +143,8 @@ static int parse_args(int argc, char **argv, struct fleet_cli *c)
     int ch;
 
     fleet_options_default(&c->opt);
+    c->opt.watt_params = getenv("WATT_FLEET_PARAMS");
+    c->opt.check = getenv("WATT_FLEET_CHECK") != NULL; /* tests: verify invariants */
     optind = 1;
     while ((ch = getopt_long(argc, argv, "t:p:jqh", opts, NULL)) != -1) {
         switch (ch) {

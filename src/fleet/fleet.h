@@ -165,6 +165,7 @@ struct fleet_options {
                                        * when a VM is created (the PlanetLab runner
                                        * models RAM use as 0) */
     bool series;                      /* keep the per-interval time series */
+    bool check;                       /* verify invariants every tick (tests) */
     const char *watt_params;          /* watt policy tunables "pack=0.8,..."; NULL: defaults */
 };
 

@@ -144,6 +144,51 @@ static void vm_create(struct sim *s, int32_t vi)
     }
 }
 
+/* The invariants a test asks for (opt->check): every live VM is on exactly
+ * one host's list (and its target's while migrating), nothing else is on
+ * any list, no host runs above capacity, and a host asked for more than its
+ * capacity is metered as violating its SLA. */
+static void check_invariants(struct sim *s, const char *when)
+{
+    if (!s->opt->check || s->check_rc < 0)
+        return;
+    _cleanup_free_ uint8_t *seen = xcalloc(s->n_vms, 1);
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        const struct host *h = &s->hosts[hi];
+        for (uint32_t i = 0; i < h->n_vms; i++) {
+            int32_t vi = h->vms[i];
+            const struct vm *v = &s->vms[vi];
+            bool here = v->host == (int32_t)hi || v->dest == (int32_t)hi;
+            if (!v->alive || !here || seen[vi] >= 2 || (v->dest < 0 && seen[vi])) {
+                fleet_error_set(&s->check_err, "%s t=%.1f: VM %d wrongly on host %zu", when, s->now,
+                                vi, hi);
+                s->check_rc = -EPROTO;
+                return;
+            }
+            seen[vi]++;
+        }
+        if (h->util_mips > h->cap * 1.01 ||
+            (h->sh_has && h->sh_req > h->cap * (1 + 1e-9) && !(h->sh_alloc < h->sh_req))) {
+            fleet_error_set(&s->check_err,
+                            "%s t=%.1f: host %zu runs %.0f of %.0f MIPS (%.0f requested) "
+                            "unmetered",
+                            when, s->now, hi, h->util_mips, h->cap, h->sh_req);
+            s->check_rc = -EPROTO;
+            return;
+        }
+    }
+    for (size_t vi = 0; vi < s->n_vms; vi++) {
+        const struct vm *v = &s->vms[vi];
+        unsigned want = v->host < 0 ? 0 : (v->dest >= 0 ? 2 : 1);
+        if (seen[vi] != want) {
+            fleet_error_set(&s->check_err, "%s t=%.1f: VM %zu is on %u host lists, not %u", when,
+                            s->now, vi, seen[vi], want);
+            s->check_rc = -EPROTO;
+            return;
+        }
+    }
+}
+
 static void optimize(struct sim *s)
 {
     switch (s->pol->alloc) {
@@ -224,9 +269,10 @@ static void run_compat(struct sim *s, struct fleet_result *r)
         run_migrations_until(s, t);
         s->now = t;
         sim_update(s, t);
-        if (ticks++)
-            r->mean_active_hosts += 0; /* (the first interval is unmetered) */
+        ticks++;
+        check_invariants(s, "update");
         optimize(s);
+        check_invariants(s, "consolidation");
         record_point(s, r, t, t - prev);
         prev = t;
     }
@@ -269,7 +315,9 @@ static void run_realistic(struct sim *s, struct fleet_result *r)
                      (v->alive && v->host < 0))
                 vm_create(s, (int32_t)vi);
         }
+        check_invariants(s, "update");
         optimize(s);
+        check_invariants(s, "consolidation");
     }
     r->mean_active_hosts = ticks ? r->mean_active_hosts / (double)ticks : 0;
 }
@@ -319,7 +367,14 @@ int fleet_sim_run(const struct fleet_scenario *sc, const struct fleet_policy *p,
     else
         run_realistic(&s, &r);
     fill_result(&s, p, &r);
+    rc = s.check_rc;
+    if (rc < 0 && err)
+        *err = s.check_err;
     sim_free(&s);
+    if (rc < 0) {
+        fleet_result_free(&r);
+        return rc;
+    }
     r.lower_bound_kwh = fleet_lower_bound_kwh(sc, o);
     *ret = r;
     return 0;

@@ -85,6 +85,8 @@ struct sim {
     size_t n_failed;             /* VMs no host could take at creation */
     double pending_req_integral; /* demand of VMs waiting for a host */
     void *policy_state;          /* watt policy */
+    int check_rc;                /* first invariant broken (opt->check), with its message */
+    struct fleet_error check_err;
 };
 
 /* ---- sim.c: the scheduler of one host, and plan operations ---- */
