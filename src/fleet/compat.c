@@ -108,7 +108,7 @@ static int32_t select_mmt(const struct sim *s, const struct host *h)
     double min_ram = INFINITY;
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &s->vms[h->vms[i]];
-        if (v->dest >= 0)
+        if (v->migrating)
             continue;
         if (v->ram_mb < min_ram) {
             min_ram = v->ram_mb;
@@ -124,7 +124,7 @@ static int32_t select_mu(const struct sim *s, const struct host *h)
     double min_u = INFINITY;
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &s->vms[h->vms[i]];
-        if (v->dest >= 0)
+        if (v->migrating)
             continue;
         double u = v->req / v->mips;
         if (u < min_u) {
@@ -139,12 +139,12 @@ static int32_t select_rs(struct sim *s, const struct host *h)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < h->n_vms; i++)
-        n += s->vms[h->vms[i]].dest < 0;
+        n += s->vms[h->vms[i]].migrating == false;
     if (!n)
         return -1;
     uint32_t pick = (uint32_t)(sim_random(s) % n);
     for (uint32_t i = 0; i < h->n_vms; i++)
-        if (s->vms[h->vms[i]].dest < 0 && pick-- == 0)
+        if (s->vms[h->vms[i]].migrating == false && pick-- == 0)
             return h->vms[i];
     return -1;
 }
@@ -159,7 +159,7 @@ static int32_t select_mc(const struct sim *s, const struct host *h)
 
     for (uint32_t i = 0; i < h->n_vms && n < ARRAY_SIZE(ids); i++) {
         const struct vm *v = &s->vms[h->vms[i]];
-        if (v->dest >= 0)
+        if (v->migrating)
             continue;
         ids[n++] = h->vms[i];
         if (v->hist_n < m)
@@ -335,9 +335,9 @@ static bool all_out_or_any_in(const struct sim *s, int32_t hi)
     const struct host *h = &s->hosts[hi];
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &s->vms[h->vms[i]];
-        if (v->dest < 0)
+        if (!v->migrating)
             return false;
-        if (v->dest == hi)
+        if (v->host != hi)
             return true;
     }
     return true;
@@ -378,7 +378,7 @@ static void drain_underloaded(struct sim *s, uint8_t *ex_under, uint8_t *ex_plac
         }
         size_t n = 0;
         for (uint32_t i = 0; i < h->n_vms; i++)
-            if (s->vms[h->vms[i]].dest < 0)
+            if (s->vms[h->vms[i]].migrating == false)
                 vms[n++] = h->vms[i];
         if (!n)
             continue;

@@ -158,8 +158,7 @@ static void check_invariants(struct sim *s, const char *when)
         for (uint32_t i = 0; i < h->n_vms; i++) {
             int32_t vi = h->vms[i];
             const struct vm *v = &s->vms[vi];
-            bool here = v->host == (int32_t)hi || v->dest == (int32_t)hi;
-            if (!v->alive || !here || seen[vi] >= 2 || (v->dest < 0 && seen[vi])) {
+            if (!v->alive || v->host < 0 || seen[vi] > v->inflight) {
                 fleet_error_set(&s->check_err, "%s t=%.1f: VM %d wrongly on host %zu", when, s->now,
                                 vi, hi);
                 s->check_rc = -EPROTO;
@@ -179,7 +178,7 @@ static void check_invariants(struct sim *s, const char *when)
     }
     for (size_t vi = 0; vi < s->n_vms; vi++) {
         const struct vm *v = &s->vms[vi];
-        unsigned want = v->host < 0 ? 0 : (v->dest >= 0 ? 2 : 1);
+        unsigned want = v->host < 0 ? 0 : 1u + v->inflight;
         if (seen[vi] != want) {
             fleet_error_set(&s->check_err, "%s t=%.1f: VM %zu is on %u host lists, not %u", when,
                             s->now, vi, seen[vi], want);

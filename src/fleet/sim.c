@@ -75,7 +75,7 @@ static double host_sum_requested_eff(const struct host *h, const struct vm *vms,
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &vms[h->vms[i]];
         double r = vm_capped(h, v);
-        sum += v->dest == self ? r * MIG_IN_SHARE : r;
+        sum += v->host != self ? r * MIG_IN_SHARE : r; /* not its host: migrating in */
     }
     return sum;
 }
@@ -98,7 +98,7 @@ double host_allocated_mips(const struct sim *s, const struct host *h, bool poten
 
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &s->vms[h->vms[i]];
-        bool in = v->dest == self, out = v->dest >= 0 && !in;
+        bool in = v->host != self, out = v->migrating && !in;
         double per_pe = vm_capped(h, v) / v->pes * (in ? MIG_IN_SHARE : 1) * scale;
         if (out)
             per_pe *= PDM_DEGRADATION;
@@ -181,7 +181,7 @@ static double host_schedule(struct sim *s, int32_t hi, double t)
 
     for (uint32_t i = 0; i < h->n_vms; i++) {
         struct vm *v = &s->vms[h->vms[i]];
-        bool in = v->dest == hi, out = v->dest >= 0 && !in;
+        bool in = v->host != hi, out = v->migrating && !in;
         double per_pe = vm_capped(h, v) / v->pes, a;
         if (out)
             a = per_pe * (scale < 1 ? scale : 1) * PDM_DEGRADATION;
@@ -319,7 +319,7 @@ void sim_update(struct sim *s, double t)
     if (s->compat) {
         for (size_t vi = 0; vi < s->n_vms; vi++) {
             struct vm *v = &s->vms[vi];
-            if (v->host >= 0 && v->dest < 0 && v->req == 0)
+            if (v->host >= 0 && !v->migrating && v->req == 0)
                 vm_finish(s, (int32_t)vi);
         }
     }
@@ -351,15 +351,11 @@ int sim_start_migration(struct sim *s, int32_t vi, int32_t dst)
         if (lim && (d->n_in + d->n_out >= lim || src->n_in + src->n_out >= lim))
             return -EBUSY;
     }
-    if (v->dest >= 0) {
-        /* CloudSim can list a VM twice in one round (placed off an
-         * overloaded host, then drained again): it counts both and the VM
-         * ends on the last target. */
-        host_remove_vm(&s->hosts[v->dest], vi);
-        s->hosts[v->dest].n_in--;
-        s->hosts[v->host].n_out--;
-        host_reschedule(s, v->dest);
-    }
+    if (host_has_vm(d, vi))
+        return -EALREADY;
+    /* CloudSim can list a VM twice in one round (placed off an overloaded
+     * host, then drained again from there): both migrations run, the VM is
+     * reserved on both targets and ends on the last one. */
     /* Time to copy the RAM over half the target's bandwidth (CloudSim). */
     double mb_per_s = d->type->bw_mbit / 8.0 / 2.0;
     double dur = v->ram_mb / mb_per_s;
@@ -368,6 +364,8 @@ int sim_start_migration(struct sim *s, int32_t vi, int32_t dst)
         dur *= busy; /* concurrent migrations share the link */
     }
     v->dest = dst;
+    v->inflight++;
+    v->migrating = true;
     v->mig_end_s = s->now + dur;
     host_add_vm(d, vi);
     d->n_in++;
@@ -389,19 +387,23 @@ int sim_start_migration(struct sim *s, int32_t vi, int32_t dst)
 static void migration_complete(struct sim *s, const struct migration *m)
 {
     struct vm *v = &s->vms[m->vm];
-    if (v->dest != m->dst || v->host != m->src)
-        return; /* superseded by a later migration of the same VM */
-    struct host *src = &s->hosts[m->src], *dst = &s->hosts[m->dst];
-    host_remove_vm(src, m->vm);
-    src->n_out--;
+    struct host *dst = &s->hosts[m->dst];
+    if (v->host < 0 || !host_has_vm(dst, m->vm))
+        return;
+    /* CloudSim: free the VM where it runs now, release the target's
+     * reservation and create it again at the end of the target's list */
+    struct host *cur = &s->hosts[v->host];
+    host_remove_vm(cur, m->vm);
+    s->hosts[m->src].n_out--;
     if (s->opt->hard_ram)
-        src->ram_used -= v->ram_mb;
-    /* the VM leaves the target's list and is created again at its end */
+        cur->ram_used -= v->ram_mb;
     host_remove_vm(dst, m->vm);
     dst->n_in--;
     host_add_vm(dst, m->vm);
     v->host = m->dst;
-    v->dest = -1;
+    v->migrating = false; /* CloudSim clears it at the first completion */
+    if (--v->inflight == 0)
+        v->dest = -1;
 }
 
 static double next_migration_end(const struct sim *s)

@@ -17,7 +17,9 @@ struct vm {
     unsigned pes;
     double ram_mb;
     int32_t host;     /* -1: not placed (not yet born, failed or gone) */
-    int32_t dest;     /* migration target, -1 when not migrating */
+    int32_t dest;     /* last migration target, -1 when not migrating */
+    uint8_t inflight; /* migrations of this VM in flight (CloudSim may start two) */
+    bool migrating;   /* CloudSim's Vm.isInMigration() */
     bool alive;       /* exists now */
     bool gone;        /* compat: finished (demand hit 0); realistic: trace ended */
     bool born;        /* has been placed once */
