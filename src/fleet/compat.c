@@ -239,16 +239,17 @@ static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
             continue;
         if (!host_suitable(s, h, v))
             continue;
-        if (h->util_mips != 0 && overloaded_after(s, h, vi))
-            continue;
         double pu = (host_allocated_mips(s, h, true) + v->req) / h->cap;
         if (pu > 1)
             continue; /* CloudSim's power model refuses > 100 % */
-        double diff = fleet_host_type_power(h->type, pu) - host_power_w(h, h->util_mips);
-        if (diff < min_diff) {
-            min_diff = diff;
-            best = (int32_t)hi;
-        }
+        double diff = fleet_host_type_power(h->type, pu) - h->util_power_w;
+        if (!(diff < min_diff))
+            continue;
+        /* the overload test only excludes: run it last, it is the costly one */
+        if (h->util_mips != 0 && overloaded_after(s, h, vi))
+            continue;
+        min_diff = diff;
+        best = (int32_t)hi;
     }
     return best;
 }

@@ -315,6 +315,7 @@ void sim_update(struct sim *s, double t)
             s->interval_energy_ws += e;
         }
         h->util_mips = u1;
+        h->util_power_w = host_power_w(h, u1);
     }
     if (s->compat) {
         for (size_t vi = 0; vi < s->n_vms; vi++) {
@@ -331,6 +332,7 @@ void sim_update(struct sim *s, double t)
 static void host_reschedule(struct sim *s, int32_t hi)
 {
     s->hosts[hi].util_mips = host_schedule(s, hi, s->now);
+    s->hosts[hi].util_power_w = host_power_w(&s->hosts[hi], s->hosts[hi].util_mips);
 }
 
 int sim_start_migration(struct sim *s, int32_t vi, int32_t dst)

@@ -43,10 +43,11 @@ struct host {
     double cap;   /* total MIPS */
     int32_t *vms; /* VMs on this host (incl. migrating in), in CloudSim's list order */
     uint32_t n_vms, cap_vms;
-    uint32_t n_in;    /* migrating in */
-    uint32_t n_out;   /* migrating out */
-    double util_mips; /* at the last update */
-    double ram_used;  /* requested RAM of VMs here */
+    uint32_t n_in;       /* migrating in */
+    uint32_t n_out;      /* migrating out */
+    double util_mips;    /* at the last update */
+    double util_power_w; /* power at util_mips (cached: PABFD asks for it often) */
+    double ram_used;     /* requested RAM of VMs here */
     enum host_power power;
     double boot_done_s;
     double off_since_s;

@@ -22,7 +22,19 @@ static double *sorted_copy(const double *v, size_t n, double *buf, double **heap
     if (n > STATS_STACK)
         s = *heap = xmalloc(n * sizeof(double));
     memcpy(s, v, n * sizeof(double));
-    qsort(s, n, sizeof(double), cmp_double);
+    if (n > STATS_STACK) {
+        qsort(s, n, sizeof(double), cmp_double);
+        return s;
+    }
+    for (size_t i = 1; i < n; i++) { /* histories are short: insertion sort */
+        double x = s[i];
+        size_t j = i;
+        while (j > 0 && s[j - 1] > x) {
+            s[j] = s[j - 1];
+            j--;
+        }
+        s[j] = x;
+    }
     return s;
 }
 
