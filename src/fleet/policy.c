@@ -77,7 +77,9 @@ static int parse_migrate(char *s, const char *orig, struct fleet_policy *p, stru
         .selection = selections[k].sel,
         .param = v,
     };
-    snprintf(p->name, sizeof(p->name), "%s-%s-%g", detectors[d].name, selections[k].name, v);
+    /* "thr-mmt-1.0" as the literature writes it, "iqr-mmt-1.5", "thr-mmt-0.85" */
+    snprintf(p->name, sizeof(p->name), v == floor(v) ? "%s-%s-%.1f" : "%s-%s-%g",
+             detectors[d].name, selections[k].name, v);
     return 0;
 
 unknown:

@@ -489,7 +489,7 @@ static void test_policy(void **state)
     expect_policy("DVFS", FLEET_DVFS, 0, 0, 0, "dvfs");
     expect_policy("watt", FLEET_WATT, 0, 0, 0, "watt");
     expect_policy("thr-mmt-0.8", FLEET_MIGRATE, FLEET_THR, FLEET_MMT, 0.8, "thr-mmt-0.8");
-    expect_policy("THR-MMT-1.0", FLEET_MIGRATE, FLEET_THR, FLEET_MMT, 1.0, "thr-mmt-1");
+    expect_policy("THR-MMT-1.0", FLEET_MIGRATE, FLEET_THR, FLEET_MMT, 1.0, "thr-mmt-1.0");
     expect_policy("IQR-MC-1.5", FLEET_MIGRATE, FLEET_IQR, FLEET_MC, 1.5, "iqr-mc-1.5");
     expect_policy("mad-mu-2.5", FLEET_MIGRATE, FLEET_MAD, FLEET_MU, 2.5, "mad-mu-2.5");
     expect_policy("lrr-rs-1.2", FLEET_MIGRATE, FLEET_LRR, FLEET_RS, 1.2, "lrr-rs-1.2");
@@ -497,7 +497,7 @@ static void test_policy(void **state)
     expect_policy("thr-mc", FLEET_MIGRATE, FLEET_THR, FLEET_MC, 0.8, "thr-mc-0.8");
     expect_policy("iqr-mmt", FLEET_MIGRATE, FLEET_IQR, FLEET_MMT, 1.5, "iqr-mmt-1.5");
     expect_policy("mad-rs", FLEET_MIGRATE, FLEET_MAD, FLEET_RS, 2.5, "mad-rs-2.5");
-    expect_policy("iqr-mmt-2e0", FLEET_MIGRATE, FLEET_IQR, FLEET_MMT, 2, "iqr-mmt-2");
+    expect_policy("iqr-mmt-2e0", FLEET_MIGRATE, FLEET_IQR, FLEET_MMT, 2, "iqr-mmt-2.0");
 
     static const struct {
         const char *s, *needle;
