@@ -25,32 +25,39 @@
 #define IQR_MAD_MIN  12  /* history values IQR and MAD need */
 #define LR_LENGTH    10  /* values LR fits */
 
-static bool thr_test(const struct sim *s, const struct host *h, double threshold)
+/* The detectors test a host's current VM list plus, when EXTRA >= 0, one
+ * more VM appended to it (isHostOverUtilizedAfterAllocation), summing in
+ * list order as CloudSim does. */
+static bool thr_test(const struct sim *s, const struct host *h, int32_t extra, double threshold)
 {
-    return host_requested_mips(s, h) / h->cap > threshold;
+    double req = host_requested_mips(s, h);
+    if (extra >= 0)
+        req += s->vms[extra].req;
+    return req / h->cap > threshold;
 }
 
 /* The host's utilisation history: the histories of the VMs on it now,
  * weighted by their MIPS, most recent first, trailing zeros trimmed. */
-static size_t host_history(const struct sim *s, const struct host *h, double *out)
+static size_t host_history(const struct sim *s, const struct host *h, int32_t extra, double *out)
 {
-    memset(out, 0, VM_HISTORY * sizeof(double));
-    for (uint32_t i = 0; i < h->n_vms; i++) {
-        const struct vm *v = &s->vms[h->vms[i]];
+    host_sums(s, h);
+    memcpy(out, h->c_hist, VM_HISTORY * sizeof(double));
+    if (extra >= 0) {
+        const struct vm *v = &s->vms[extra];
         for (uint8_t k = 0; k < v->hist_n; k++)
             out[k] += v->hist[k] * v->mips / h->cap;
     }
     return stats_trim_zero_tail(out, VM_HISTORY);
 }
 
-static bool lr_test(const struct sim *s, const struct host *h)
+static bool lr_test(const struct sim *s, const struct host *h, int32_t extra)
 {
     double hist[VM_HISTORY], y[LR_LENGTH], a, b;
-    size_t n = host_history(s, h, hist);
+    size_t n = host_history(s, h, extra, hist);
     int r;
 
     if (n < LR_LENGTH)
-        return thr_test(s, h, FALLBACK_THR);
+        return thr_test(s, h, extra, FALLBACK_THR);
     for (size_t i = 0; i < LR_LENGTH; i++)
         y[i] = hist[LR_LENGTH - 1 - i]; /* oldest first */
     if (s->compat || s->pol->detector == FLEET_LR) {
@@ -63,10 +70,10 @@ static bool lr_test(const struct sim *s, const struct host *h)
         r = stats_robust_fit(y, LR_LENGTH, &a, &b);
     }
     if (r < 0)
-        return thr_test(s, h, FALLBACK_THR);
-    double max_mig_s = 0;
-    for (uint32_t i = 0; i < h->n_vms; i++) {
-        double t = s->vms[h->vms[i]].ram_mb / (h->type->bw_mbit / 16.0);
+        return thr_test(s, h, extra, FALLBACK_THR);
+    double max_mig_s = h->c_mig_s; /* filled by host_history() */
+    if (extra >= 0) {
+        double t = s->vms[extra].ram_mb / (h->type->bw_mbit / 16.0);
         if (t > max_mig_s)
             max_mig_s = t;
     }
@@ -75,29 +82,34 @@ static bool lr_test(const struct sim *s, const struct host *h)
     return predicted >= 1;
 }
 
-static bool host_overloaded(const struct sim *s, const struct host *h)
+static bool host_overloaded_with(const struct sim *s, const struct host *h, int32_t extra)
 {
     double hist[VM_HISTORY];
     size_t n;
 
     switch (s->pol->detector) {
     case FLEET_THR:
-        return thr_test(s, h, s->pol->param);
+        return thr_test(s, h, extra, s->pol->param);
     case FLEET_IQR:
-        n = host_history(s, h, hist);
+        n = host_history(s, h, extra, hist);
         if (n < IQR_MAD_MIN)
-            return thr_test(s, h, FALLBACK_THR);
-        return thr_test(s, h, 1 - s->pol->param * stats_iqr(hist, n));
+            return thr_test(s, h, extra, FALLBACK_THR);
+        return thr_test(s, h, extra, 1 - s->pol->param * stats_iqr(hist, n));
     case FLEET_MAD:
-        n = host_history(s, h, hist);
+        n = host_history(s, h, extra, hist);
         if (n < IQR_MAD_MIN)
-            return thr_test(s, h, FALLBACK_THR);
-        return thr_test(s, h, 1 - s->pol->param * stats_mad(hist, n));
+            return thr_test(s, h, extra, FALLBACK_THR);
+        return thr_test(s, h, extra, 1 - s->pol->param * stats_mad(hist, n));
     case FLEET_LR:
     case FLEET_LRR:
     default:
-        return lr_test(s, h);
+        return lr_test(s, h, extra);
     }
+}
+
+static bool host_overloaded(const struct sim *s, const struct host *h)
+{
+    return host_overloaded_with(s, h, -1);
 }
 
 /* ---- selection --------------------------------------------------------- */
@@ -215,12 +227,11 @@ static void tentative_remove(struct sim *s, struct host *h, int32_t vi)
         h->ram_used -= s->vms[vi].ram_mb;
 }
 
+/* Would host h be overloaded with VM vi on it too? (CloudSim creates the VM
+ * there, tests and destroys it; appending it to the sums is the same.) */
 static bool overloaded_after(struct sim *s, struct host *h, int32_t vi)
 {
-    tentative_add(s, h, vi);
-    bool over = host_overloaded(s, h);
-    tentative_remove(s, h, vi);
-    return over;
+    return host_overloaded_with(s, h, vi);
 }
 
 /* The host whose power would rise least by taking VM vi: its power at the
@@ -233,10 +244,19 @@ static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
     double min_diff = INFINITY;
     int32_t best = -1;
 
+    s->stamp++;
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
         struct host *h = &s->hosts[hi];
         if (excluded && excluded[hi])
             continue;
+        if (!h->n_vms && h->util_mips == 0) {
+            /* every empty, idle host of a type offers the same increase:
+             * only the first can win (ties go to the first host) */
+            uint32_t t = (uint32_t)(h->type - s->types);
+            if (s->type_stamp[t] == s->stamp)
+                continue;
+            s->type_stamp[t] = s->stamp;
+        }
         if (!host_suitable(s, h, v))
             continue;
         double pu = (host_allocated_mips(s, h, true) + v->req) / h->cap;

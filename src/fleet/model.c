@@ -33,9 +33,13 @@ double fleet_host_type_power(const struct fleet_host_type *t, double u)
         return t->power_w[0];
     if (u >= 1)
         return t->power_w[FLEET_POWER_POINTS - 1];
-    if (fmod(u, 0.1) == 0)
-        return t->power_w[(int)(u * 10)];
-    int lo = (int)floor(u * 10), hi = (int)ceil(u * 10);
+    double x = u * 10;
+    /* Java's u % 0.1 == 0 holds only for exact multiples of the double 0.1,
+     * where x is within rounding of an integer: test that cheaply first. */
+    if (fabs(x - nearbyint(x)) < 1e-9 && fmod(u, 0.1) == 0)
+        return t->power_w[(int)x];
+    int lo = (int)x;                /* floor: x > 0 */
+    int hi = x == lo ? lo : lo + 1; /* ceil */
     double p1 = t->power_w[lo], p2 = t->power_w[hi];
     double delta = (p2 - p1) / 10;
     return p1 + delta * (u - (double)lo / 10) * 100;

@@ -78,8 +78,8 @@ static int parse_migrate(char *s, const char *orig, struct fleet_policy *p, stru
         .param = v,
     };
     /* "thr-mmt-1.0" as the literature writes it, "iqr-mmt-1.5", "thr-mmt-0.85" */
-    snprintf(p->name, sizeof(p->name), v == floor(v) ? "%s-%s-%.1f" : "%s-%s-%g",
-             detectors[d].name, selections[k].name, v);
+    snprintf(p->name, sizeof(p->name), v == floor(v) ? "%s-%s-%.1f" : "%s-%s-%g", detectors[d].name,
+             selections[k].name, v);
     return 0;
 
 unknown:

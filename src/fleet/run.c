@@ -88,6 +88,8 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
         if (r < 0)
             return r;
     }
+    s->types = types;
+    s->type_stamp = xcalloc(hs->n_types, sizeof(*s->type_stamp));
     s->saved_off = xcalloc(s->n_hosts + 1, sizeof(*s->saved_off));
     s->saved_ram = xcalloc(s->n_hosts, sizeof(*s->saved_ram));
     if (p->alloc == FLEET_WATT)
@@ -107,6 +109,7 @@ static void sim_free(struct sim *s)
     free(s->saved);
     free(s->saved_off);
     free(s->saved_ram);
+    free(s->type_stamp);
 }
 
 static int32_t initial_host(struct sim *s, int32_t vi)

@@ -80,22 +80,37 @@ static double host_sum_requested_eff(const struct host *h, const struct vm *vms,
     return sum;
 }
 
-double host_available_mips(const struct sim *s, const struct host *h)
+static double vm_mig_s(const struct host *h, const struct vm *v)
 {
-    double sum = host_sum_requested_eff(h, s->vms, (int32_t)(h - s->hosts));
-    return sum <= h->cap ? h->cap - sum : 0;
+    return v->ram_mb / (h->type->bw_mbit / 16.0); /* RAM over half the link */
 }
 
-/* MIPS the host's scheduler allocates to the VMs on its list now, as
- * CloudSim's getUtilizationOfCpuMips(host); POTENTIAL counts a VM
- * migrating in at its full allocation rather than the 10 % it reserves. */
-double host_allocated_mips(const struct sim *s, const struct host *h, bool potential)
+/* Fill the host's cached sums: requests, the scheduler's requested MIPS
+ * (capped, 10 % for VMs migrating in), the MIPS it allocates counting VMs
+ * migrating in fully (CloudSim's getUtilizationOfCpuMips(host) for PABFD),
+ * the longest migration, and the MIPS-weighted utilisation history. The
+ * cache is semantically const: it changes no result. */
+void host_sums(const struct sim *s, const struct host *hc)
 {
+    struct host *h = (struct host *)hc;
+    uint64_t key = ((uint64_t)s->epoch << 32) | h->version;
+    if (h->ckey == key)
+        return;
     int32_t self = (int32_t)(h - s->hosts);
-    double sum = host_sum_requested_eff(h, s->vms, self);
-    double scale = sum > h->cap ? h->cap / sum : 1;
-    double total = 0;
-
+    double req = 0, sum = 0, mig = 0;
+    memset(h->c_hist, 0, sizeof(h->c_hist));
+    for (uint32_t i = 0; i < h->n_vms; i++) {
+        const struct vm *v = &s->vms[h->vms[i]];
+        double r = vm_capped(h, v);
+        req += v->req;
+        sum += v->host != self ? r * MIG_IN_SHARE : r; /* not its host: migrating in */
+        double t = vm_mig_s(h, v);
+        if (t > mig)
+            mig = t;
+        for (uint8_t k = 0; k < v->hist_n; k++)
+            h->c_hist[k] += v->hist[k] * v->mips / h->cap;
+    }
+    double scale = sum > h->cap ? h->cap / sum : 1, total = 0;
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &s->vms[h->vms[i]];
         bool in = v->host != self, out = v->migrating && !in;
@@ -106,10 +121,30 @@ double host_allocated_mips(const struct sim *s, const struct host *h, bool poten
             per_pe = floor(per_pe);
         double a = per_pe * v->pes;
         total += a;
-        if (in && potential)
+        if (in)
             total += a * 0.9 / 0.1;
     }
-    return total;
+    h->c_req = req;
+    h->c_sum_eff = sum;
+    h->c_alloc_pot = total;
+    h->c_mig_s = mig;
+    h->ckey = key;
+}
+
+/* MIPS the host's scheduler allocates to the VMs on its list now, counting
+ * a VM migrating in at its full allocation rather than the 10 % it
+ * reserves (CloudSim's getUtilizationOfCpuMips(host)). */
+double host_allocated_mips(const struct sim *s, const struct host *h, bool potential)
+{
+    (void)potential;
+    host_sums(s, h);
+    return h->c_alloc_pot;
+}
+
+double host_available_mips(const struct sim *s, const struct host *h)
+{
+    host_sums(s, h);
+    return h->c_sum_eff <= h->cap ? h->cap - h->c_sum_eff : 0;
 }
 
 bool host_suitable(const struct sim *s, const struct host *h, const struct vm *v)
@@ -127,10 +162,8 @@ bool host_suitable(const struct sim *s, const struct host *h, const struct vm *v
 
 double host_requested_mips(const struct sim *s, const struct host *h)
 {
-    double sum = 0;
-    for (uint32_t i = 0; i < h->n_vms; i++)
-        sum += s->vms[h->vms[i]].req;
-    return sum;
+    host_sums(s, h);
+    return h->c_req;
 }
 
 double host_power_w(const struct host *h, double util_mips)
@@ -148,6 +181,7 @@ void host_add_vm(struct host *h, int32_t vm)
         h->vms = xrealloc(h->vms, h->cap_vms * sizeof(*h->vms));
     }
     h->vms[h->n_vms++] = vm;
+    h->version++;
 }
 
 void host_remove_vm(struct host *h, int32_t vm)
@@ -156,6 +190,7 @@ void host_remove_vm(struct host *h, int32_t vm)
         if (h->vms[i] == vm) {
             memmove(h->vms + i, h->vms + i + 1, (h->n_vms - i - 1) * sizeof(*h->vms));
             h->n_vms--;
+            h->version++;
             return;
         }
 }
@@ -290,6 +325,7 @@ static bool is_tick_time(const struct sim *s, double t)
  * the last update, SLA state; then (compat) drop VMs whose demand is 0. */
 void sim_update(struct sim *s, double t)
 {
+    s->epoch++;
     double dt = t - s->last_s;
     bool tick = is_tick_time(s, t);
 
@@ -365,6 +401,7 @@ int sim_start_migration(struct sim *s, int32_t vi, int32_t dst)
         unsigned busy = d->n_in + d->n_out + 1;
         dur *= busy; /* concurrent migrations share the link */
     }
+    s->epoch++;
     v->dest = dst;
     v->inflight++;
     v->migrating = true;
@@ -395,6 +432,7 @@ static void migration_complete(struct sim *s, const struct migration *m)
     /* CloudSim: free the VM where it runs now, release the target's
      * reservation and create it again at the end of the target's list */
     struct host *cur = &s->hosts[v->host];
+    s->epoch++;
     host_remove_vm(cur, m->vm);
     s->hosts[m->src].n_out--;
     if (s->opt->hard_ram)

@@ -47,7 +47,13 @@ struct host {
     uint32_t n_out;      /* migrating out */
     double util_mips;    /* at the last update */
     double util_power_w; /* power at util_mips (cached: PABFD asks for it often) */
-    double ram_used;     /* requested RAM of VMs here */
+    /* sums over the VM list, cached until the list (version) or the
+     * requests (sim.epoch) change; summed in list order, as CloudSim */
+    uint32_t version;
+    uint64_t ckey;
+    double c_req, c_sum_eff, c_alloc_pot, c_mig_s;
+    double c_hist[VM_HISTORY];
+    double ram_used; /* requested RAM of VMs here */
     enum host_power power;
     double boot_done_s;
     double off_since_s;
@@ -71,7 +77,11 @@ struct sim {
     size_t n_vms;
     struct host *hosts;
     size_t n_hosts;
-    double now;    /* current simulated time, s */
+    double now;                          /* current simulated time, s */
+    uint32_t epoch;                      /* bumped whenever requests or migrations change */
+    const struct fleet_host_type *types; /* [n_types], options applied */
+    uint32_t *type_stamp;                /* PABFD scratch, per type */
+    uint32_t stamp;
     double last_s; /* last update time */
     double energy_ws;
     double interval_energy_ws;
@@ -101,6 +111,7 @@ void host_add_vm(struct host *h, int32_t vm);
 void host_remove_vm(struct host *h, int32_t vm);
 bool host_has_vm(const struct host *h, int32_t vm);
 double host_requested_mips(const struct sim *s, const struct host *h);
+void host_sums(const struct sim *s, const struct host *h);
 double host_power_w(const struct host *h, double util_mips);
 void plan_save(struct sim *s);
 void plan_restore(struct sim *s);
