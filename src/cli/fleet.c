@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -154,6 +155,13 @@ static int parse_args(int argc, char **argv, struct fleet_cli *c)
         case 'S':
             if (parse_number("--synthetic", optarg, 1, &v) < 0)
                 return -EINVAL;
+            if (v > 1000000 || v != floor(v)) {
+                fprintf(stderr,
+                        "watt fleet: --synthetic '%s': want a whole number of VMs, "
+                        "1..1000000\n",
+                        optarg);
+                return -EINVAL;
+            }
             c->synthetic = (size_t)v;
             break;
         case 'p':
@@ -300,6 +308,11 @@ static int load_hosts(const char *spec, struct fleet_hosts *ret)
 
     if (!spec)
         spec = "cloudsim";
+    bool looks_like_path = strchr(spec, '/') || strstr(spec, ".ini");
+    if (looks_like_path && stat(spec, &st) < 0) {
+        fprintf(stderr, "watt fleet: cannot read host spec %s: %s\n", spec, strerror(errno));
+        return -EINVAL;
+    }
     if (stat(spec, &st) == 0 && S_ISREG(st.st_mode)) {
         _cleanup_fclose_ FILE *f = fopen(spec, "re");
         if (!f || st.st_size > 16 << 20) {
@@ -577,6 +590,10 @@ int verb_fleet(int argc, char **argv)
     _cleanup_free_ char **job_origins = xcalloc(n_jobs, sizeof(char *));
     for (size_t i = 0; i < n_jobs; i++)
         job_origins[i] = origins[i / c.n_policies];
+    for (size_t i = 0; i < n_jobs && r == 0; i++)
+        if (jobs[i].res.vms_failed)
+            fprintf(stderr, "watt fleet: %s %s: %zu VMs fit no host when created and never ran\n",
+                    jobs[i].label, jobs[i].pol.name, jobs[i].res.vms_failed);
     if (r == 0)
         r = write_outputs(&c, jobs, n_jobs, job_origins);
     for (size_t i = 0; i < n_jobs; i++)

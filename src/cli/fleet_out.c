@@ -77,8 +77,10 @@ void fleet_out_json(struct json *j, const struct fleet_result *r, const char *tr
     json_kv_u64(j, "max_active_hosts", r->max_active_hosts);
     json_kv_double(j, "mean_active_hosts", r->mean_active_hosts);
     json_kv_u64(j, "vms_end", r->vms_end);
+    json_kv_u64(j, "vms_failed", r->vms_failed);
     json_kv_double(j, "lower_bound_kwh", r->lower_bound_kwh);
     json_kv_double(j, "above_lower_bound", above_bound(r));
+    json_kv_double(j, "served_bound_kwh", r->served_bound_kwh);
     if (with_series) {
         json_key(j, "series");
         json_array_begin(j);

@@ -15,7 +15,7 @@
 #include "base/util.h"
 #include "fleet/fleet.h"
 
-static double type_off_w(const struct fleet_host_type *t, const struct fleet_options *o)
+double fleet_type_off_w(const struct fleet_host_type *t, const struct fleet_options *o)
 {
     if (o->compat)
         return 0;
@@ -23,12 +23,12 @@ static double type_off_w(const struct fleet_host_type *t, const struct fleet_opt
 }
 
 /* Cheapest watts per MIPS above standby, over all types and load points. */
-static double cheapest_w_per_mips(const struct fleet_hosts *hs, const struct fleet_options *o)
+double fleet_cheapest_w_per_mips(const struct fleet_hosts *hs, const struct fleet_options *o)
 {
     double best = INFINITY;
     for (size_t t = 0; t < hs->n_types; t++) {
         const struct fleet_host_type *ty = &hs->types[t];
-        double cap = fleet_host_type_mips(ty), off = type_off_w(ty, o);
+        double cap = fleet_host_type_mips(ty), off = fleet_type_off_w(ty, o);
         for (int k = 1; k < FLEET_POWER_POINTS; k++) {
             double e = (ty->power_w[k] - off) / (k / 10.0 * cap);
             if (e < best)
@@ -75,15 +75,19 @@ double fleet_lower_bound_kwh(const struct fleet_scenario *sc, const struct fleet
     const struct fleet_hosts *hs = sc->hosts;
     const struct fleet_trace *tr = sc->trace;
     double limit = tr->n_steps * tr->step_s, interval = o->interval_s;
-    double e = cheapest_w_per_mips(hs, o), off_total = 0, energy = 0;
+    double e = fleet_cheapest_w_per_mips(hs, o), off_total = 0, energy = 0;
     _cleanup_free_ bool *gone = xcalloc(tr->n_vms ? tr->n_vms : 1, sizeof(bool));
 
-    for (size_t h = 0; h < hs->n_hosts; h++)
-        off_total += type_off_w(&hs->types[hs->type_of[h]], o);
+    double capacity = 0;
+    for (size_t h = 0; h < hs->n_hosts; h++) {
+        off_total += fleet_type_off_w(&hs->types[hs->type_of[h]], o);
+        capacity += fleet_host_type_mips(&hs->types[hs->type_of[h]]);
+    }
     double t0 = o->compat ? 0.1 + interval : 0;
-    double d0 = demand_at(sc, o, t0, gone);
+    /* demand beyond the fleet's capacity cannot be served, by any policy */
+    double d0 = fmin(demand_at(sc, o, t0, gone), capacity);
     for (double t = t0 + interval; o->compat ? t < limit : t <= limit + 1e-9; t += interval) {
-        double d1 = demand_at(sc, o, t, gone);
+        double d1 = fmin(demand_at(sc, o, t, gone), capacity);
         energy += (off_total + e * (d0 + d1) / 2) * interval;
         d0 = d1;
     }

@@ -98,8 +98,8 @@ void fleet_trace_free(struct fleet_trace *t);
  * errors. Appends one VM to T (T->step_s must be set). */
 int fleet_trace_parse_planetlab(const char *text, size_t len, const char *name,
                                 struct fleet_trace *t, struct fleet_error *err);
-/* A CSV trace: header "vm,time_s,cpu_pct[,mem_mb]", rows sorted by vm then
- * time, one step for all VMs. Pure. */
+/* A CSV trace: header "vm,time_s,cpu_pct[,mem_mb]", each VM's rows together
+ * and in increasing time, one step for all VMs. Pure. */
 int fleet_trace_parse_csv(const char *text, size_t len, const char *origin, struct fleet_trace *ret,
                           struct fleet_error *err);
 /* Load a PlanetLab folder (files in byte order of their names) or a .csv
@@ -195,8 +195,10 @@ struct fleet_result {
     unsigned long power_offs;
     unsigned max_active_hosts;
     double mean_active_hosts;
-    size_t vms_end;         /* VMs alive at the end (compat removes idle ones) */
-    double lower_bound_kwh; /* fluid lower bound, same accounting */
+    size_t vms_end;          /* VMs alive at the end (compat removes idle ones) */
+    size_t vms_failed;       /* compat: VMs no host could take at creation (CloudSim drops them) */
+    double lower_bound_kwh;  /* fluid lower bound, same accounting */
+    double served_bound_kwh; /* the same bound on what this run served: energy >= it, always */
     struct fleet_point *series;
     size_t n_series;
 };
@@ -220,3 +222,7 @@ int fleet_sim_run(const struct fleet_scenario *sc, const struct fleet_policy *p,
  * perfectly onto the fewest, most efficient hosts (fractional last host),
  * no migration or boot cost; the same metering as the run's mode. */
 double fleet_lower_bound_kwh(const struct fleet_scenario *sc, const struct fleet_options *o);
+/* Its parts: the cheapest watts per MIPS above standby over all types and
+ * load points, and a type's standby power in the run's mode. */
+double fleet_cheapest_w_per_mips(const struct fleet_hosts *hs, const struct fleet_options *o);
+double fleet_type_off_w(const struct fleet_host_type *t, const struct fleet_options *o);

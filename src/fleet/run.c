@@ -346,6 +346,14 @@ static void fill_result(const struct sim *s, const struct fleet_policy *p, struc
     r->esv = r->energy_kwh * r->slav;
     double want = req + s->pending_req_integral;
     r->unserved = want > 0 ? (want - alloc) / want : 0;
+    /* the fluid bound on what was served: every host draws at least its
+     * standby power and P(u) >= P_off + e x u x capacity */
+    double off = 0, metered = s->compat ? 0 : s->sc->trace->n_steps * s->sc->trace->step_s;
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
+        off += fleet_type_off_w(s->hosts[hi].type, s->opt);
+    r->served_bound_kwh =
+        (fleet_cheapest_w_per_mips(s->sc->hosts, s->opt) * s->util_mips_s + off * metered) / 3.6e6;
+    r->vms_failed = s->n_failed;
     r->migrations = s->migrations;
     r->power_ons = s->power_ons;
     r->power_offs = s->power_offs;

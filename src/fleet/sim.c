@@ -321,6 +321,38 @@ static bool is_tick_time(const struct sim *s, double t)
     return fmod(t, s->opt->interval_s) == 0;
 }
 
+/* Re-schedule host hi at time t and meter its energy since its last
+ * update (a trapezoid between the two utilisations). */
+static void host_update(struct sim *s, int32_t hi, double t)
+{
+    struct host *h = &s->hosts[hi];
+    double u0 = h->util_mips, dt = t - h->last_s;
+    double u1 = host_schedule(s, hi, t);
+    if (dt > 0) {
+        double e = host_energy_ws(s, h, u0, u1, dt);
+        s->energy_ws += e;
+        s->interval_energy_ws += e;
+        if (s->pol->alloc == FLEET_NPA || (s->compat ? u0 != 0 : h->power == HOST_ON))
+            s->util_mips_s += (fmin(u0, h->cap) + fmin(u1, h->cap)) / 2 * dt;
+    }
+    h->util_mips = u1;
+    h->util_power_w = host_power_w(h, u1);
+    h->last_s = t;
+}
+
+/* Realistic mode: update only host hi and the requests of the VMs on it
+ * (a migration's ends); the others keep running on their trapezoids. */
+static void host_update_alone(struct sim *s, int32_t hi, double t)
+{
+    struct host *h = &s->hosts[hi];
+    s->epoch++;
+    for (uint32_t i = 0; i < h->n_vms; i++) {
+        struct vm *v = &s->vms[h->vms[i]];
+        v->req = vm_demand(s, (size_t)h->vms[i], t) * v->mips * v->pes;
+    }
+    host_update(s, hi, t);
+}
+
 /* Update every host at time t: new requests, allocations, energy since
  * the last update, SLA state; then (compat) drop VMs whose demand is 0. */
 void sim_update(struct sim *s, double t)
@@ -341,18 +373,8 @@ void sim_update(struct sim *s, double t)
         if (tick && t > s->last_s && (t != 0 || u != 0))
             vm_add_history(v, u);
     }
-    for (size_t hi = 0; hi < s->n_hosts; hi++) {
-        struct host *h = &s->hosts[hi];
-        double u0 = h->util_mips;
-        double u1 = host_schedule(s, (int32_t)hi, t);
-        if (dt > 0) {
-            double e = host_energy_ws(s, h, u0, u1, dt);
-            s->energy_ws += e;
-            s->interval_energy_ws += e;
-        }
-        h->util_mips = u1;
-        h->util_power_w = host_power_w(h, u1);
-    }
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
+        host_update(s, (int32_t)hi, t);
     if (s->compat) {
         for (size_t vi = 0; vi < s->n_vms; vi++) {
             struct vm *v = &s->vms[vi];
@@ -471,7 +493,8 @@ void run_migrations_until(struct sim *s, double limit)
         if (!(t < limit))
             return;
         s->now = t;
-        sim_update(s, t);
+        if (s->compat) /* CloudSim updates every host at a completion */
+            sim_update(s, t);
         /* stable: keep start order among equal end times */
         size_t n = 0;
         for (size_t i = 0; i < s->n_migs; i++)
@@ -487,11 +510,24 @@ void run_migrations_until(struct sim *s, double limit)
         }
         s->n_migs = k;
         (void)cmp_mig_start;
-        for (size_t i = 0; i < n; i++)
-            migration_complete(s, &done[i]);
+        if (s->compat) {
+            for (size_t i = 0; i < n; i++)
+                migration_complete(s, &done[i]);
+            /* the same instant again: new allocations, no energy (dt = 0) */
+            sim_update(s, t);
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                int32_t cur = s->vms[done[i].vm].host;
+                if (cur >= 0)
+                    host_update_alone(s, cur, t);
+                host_update_alone(s, done[i].dst, t);
+                migration_complete(s, &done[i]);
+                if (cur >= 0)
+                    host_update_alone(s, cur, t);
+                host_update_alone(s, done[i].dst, t);
+            }
+        }
         free(done);
-        /* the same instant again: new allocations, no energy (dt = 0) */
-        sim_update(s, t);
     }
 }
 

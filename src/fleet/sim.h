@@ -46,6 +46,7 @@ struct host {
     uint32_t n_in;       /* migrating in */
     uint32_t n_out;      /* migrating out */
     double util_mips;    /* at the last update */
+    double last_s;       /* time of its last update */
     double util_power_w; /* power at util_mips (cached: PABFD asks for it often) */
     /* sums over the VM list, cached until the list (version) or the
      * requests (sim.epoch) change; summed in list order, as CloudSim */
@@ -84,6 +85,7 @@ struct sim {
     uint32_t stamp;
     double last_s; /* last update time */
     double energy_ws;
+    double util_mips_s; /* utilisation integrated where energy was metered */
     double interval_energy_ws;
     double interval_active_s, interval_violation_s;
     unsigned interval_migrations;

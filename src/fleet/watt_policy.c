@@ -35,6 +35,8 @@ struct watt_params {
     double off_after;  /* realistic: ticks a host stays empty before it is switched off */
 };
 
+#define NBUCKETS 1024 /* load buckets over 0..100 % of a host */
+
 struct watt_state {
     struct watt_params p;
     double *fc;   /* per VM: forecast MIPS */
@@ -44,6 +46,21 @@ struct watt_state {
     uint8_t *draining;
     int type_rank_n;
     double *w_per_mips; /* per host: watts per MIPS at full load (efficiency) */
+    uint8_t *is_active; /* hosts with VMs (or VMs booked) this tick */
+    int32_t *empty;     /* the others, best first: efficient, running, by id */
+    size_t n_empty;
+    const struct fleet_host_type **type_order; /* by watts per MIPS at full load */
+    size_t n_types;
+    /* running hosts with VMs, bucketed by type rank and load, so a best
+     * fit costs a bucket scan rather than a pass over the fleet */
+    int32_t **bucket; /* [n_types * NBUCKETS] arrays of host ids */
+    uint32_t *bucket_n, *bucket_cap;
+    int32_t *host_bucket; /* per host: its bucket, -1 none */
+    uint32_t *host_pos;   /* per host: index in its bucket */
+    uint32_t *type_rank;  /* per host: rank of its type by efficiency */
+    int32_t *fill_order;  /* all hosts, most efficient type first, for t = 0 */
+    size_t fill_pos;
+    double smallest_vm_mips, smallest_vm_ram;
     unsigned budget;
     double day_start_s;
 };
@@ -110,6 +127,46 @@ int watt_policy_init(struct sim *s)
     w->empty_ticks = xcalloc(s->n_hosts, sizeof(uint32_t));
     w->draining = xcalloc(s->n_hosts, 1);
     w->w_per_mips = xcalloc(s->n_hosts, sizeof(double));
+    w->is_active = xcalloc(s->n_hosts, 1);
+    w->host_bucket = xmalloc(s->n_hosts * sizeof(int32_t));
+    w->host_pos = xcalloc(s->n_hosts, sizeof(uint32_t));
+    w->type_rank = xcalloc(s->n_hosts, sizeof(uint32_t));
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
+        w->host_bucket[hi] = -1;
+    w->empty = xcalloc(s->n_hosts, sizeof(int32_t));
+    size_t nt = s->sc->hosts->n_types;
+    w->type_order = xcalloc(nt, sizeof(*w->type_order));
+    for (size_t i = 0; i < nt; i++) { /* insertion sort by efficiency, stable */
+        const struct fleet_host_type *t = &s->types[i];
+        double e = t->power_w[FLEET_POWER_POINTS - 1] / fleet_host_type_mips(t);
+        size_t j = w->n_types++;
+        while (j > 0 && w->type_order[j - 1]->power_w[FLEET_POWER_POINTS - 1] /
+                                fleet_host_type_mips(w->type_order[j - 1]) >
+                            e) {
+            w->type_order[j] = w->type_order[j - 1];
+            j--;
+        }
+        w->type_order[j] = t;
+    }
+    w->bucket = xcalloc(w->n_types * NBUCKETS, sizeof(*w->bucket));
+    w->bucket_n = xcalloc(w->n_types * NBUCKETS, sizeof(uint32_t));
+    w->bucket_cap = xcalloc(w->n_types * NBUCKETS, sizeof(uint32_t));
+    for (size_t k = 0; k < w->n_types; k++)
+        for (size_t hi = 0; hi < s->n_hosts; hi++)
+            if (s->hosts[hi].type == w->type_order[k])
+                w->type_rank[hi] = (uint32_t)k;
+    w->fill_order = xcalloc(s->n_hosts, sizeof(int32_t));
+    size_t o = 0;
+    for (size_t k = 0; k < w->n_types; k++)
+        for (size_t hi = 0; hi < s->n_hosts; hi++)
+            if (s->hosts[hi].type == w->type_order[k])
+                w->fill_order[o++] = (int32_t)hi;
+    w->smallest_vm_mips = w->smallest_vm_ram = INFINITY;
+    for (size_t vi = 0; vi < s->n_vms; vi++) {
+        const struct vm *v = &s->vms[vi];
+        w->smallest_vm_mips = fmin(w->smallest_vm_mips, v->mips * v->pes);
+        w->smallest_vm_ram = fmin(w->smallest_vm_ram, v->ram_mb);
+    }
     for (size_t hi = 0; hi < s->n_hosts; hi++)
         w->w_per_mips[hi] = s->hosts[hi].type->power_w[FLEET_POWER_POINTS - 1] / s->hosts[hi].cap;
     s->policy_state = w;
@@ -127,31 +184,49 @@ void watt_policy_free(struct sim *s)
     free(w->empty_ticks);
     free(w->draining);
     free(w->w_per_mips);
+    for (size_t b = 0; b < w->n_types * NBUCKETS; b++)
+        free(w->bucket[b]);
+    free(w->bucket);
+    free(w->bucket_n);
+    free(w->bucket_cap);
+    free(w->host_bucket);
+    free(w->host_pos);
+    free(w->type_rank);
+    free(w->is_active);
+    free(w->empty);
+    free(w->type_order);
+    free(w->fill_order);
     free(w);
     s->policy_state = NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Forecast: the QUANTILE of the last WINDOW samples, at least the demand
  * now. Without history (a new VM), its request now. */
 static double forecast(const struct watt_params *p, const struct vm *v)
 {
-    double buf[VM_HISTORY];
+    double top[VM_HISTORY];
     size_t n = v->hist_n < (size_t)p->window ? v->hist_n : (size_t)p->window;
     double now = v->req;
     if (n == 0)
         return now;
-    memcpy(buf, v->hist, n * sizeof(double));
-    qsort(buf, n, sizeof(double), cmp_double);
     size_t k = (size_t)ceil(p->quantile * (double)n) - 1;
     if (k >= n)
         k = n - 1;
-    double f = buf[k] * v->mips * v->pes;
+    /* the (k+1)-th smallest is the m-th largest: keep the m largest, in
+     * decreasing order (m is 1 or 2 for the usual quantiles) */
+    size_t m = n - k, have = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = v->hist[i];
+        if (have == m && x <= top[m - 1])
+            continue;
+        size_t j = have < m ? have++ : m - 1;
+        while (j > 0 && top[j - 1] < x) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = x;
+    }
+    double f = top[m - 1] * v->mips * v->pes;
     return f > now ? f : now;
 }
 
@@ -178,52 +253,108 @@ static bool host_usable(const struct sim *s, int32_t hi)
 /* Best fit: the fullest host that takes the VM, the most efficient type
  * first; then an empty running host; then (compat: free and instant) an
  * empty host of the most efficient type. SKIP: a host not to use. */
+/* Best fit: among running hosts with VMs, the most efficient type, then
+ * the fullest that takes the VM; else the first empty host in the order
+ * refresh() sorted them (most efficient, running before cold; compat: an
+ * empty host is free and instant). SKIP: a host not to use. */
 static int32_t pick_host(struct sim *s, struct watt_state *w, int32_t vi, int32_t skip)
 {
-    int32_t best = -1, empty = -1;
-    double best_eff = INFINITY, best_load = -1, empty_eff = INFINITY;
-
-    for (size_t i = 0; i < s->n_hosts; i++) {
-        int32_t hi = (int32_t)i;
-        const struct host *h = &s->hosts[hi];
-        if (hi == skip || w->draining[hi] || !fits(s, w, hi, vi))
-            continue;
-        double eff = w->w_per_mips[hi];
-        if (h->n_vms == 0) {
-            bool up = host_usable(s, hi);
-            /* prefer running empties over cold ones at equal efficiency */
-            double key = eff - (up ? 1e-9 : 0);
-            if (key < empty_eff) {
-                empty_eff = key;
-                empty = hi;
+    for (size_t k = 0; k < w->n_types; k++) {
+        double cap = fleet_host_type_mips(w->type_order[k]);
+        long top = (long)((cap * w->p.pack - w->fc[vi]) / cap * NBUCKETS);
+        if (top >= NBUCKETS)
+            top = NBUCKETS - 1;
+        for (long b = top; b >= 0; b--) {
+            int32_t bi = (int32_t)(k * NBUCKETS + (size_t)b), best = -1;
+            for (uint32_t i = 0; i < w->bucket_n[bi]; i++) {
+                int32_t hi = w->bucket[bi][i];
+                if (hi == skip || w->draining[hi] || !host_usable(s, hi) || !fits(s, w, hi, vi))
+                    continue;
+                if (best < 0 || w->load[hi] > w->load[best] ||
+                    (w->load[hi] == w->load[best] && hi < best))
+                    best = hi;
             }
-            continue;
-        }
-        if (!host_usable(s, hi))
-            continue;
-        if (eff < best_eff - 1e-12 || (fabs(eff - best_eff) <= 1e-12 && w->load[hi] > best_load)) {
-            best_eff = eff;
-            best_load = w->load[hi];
-            best = hi;
+            if (best >= 0)
+                return best;
         }
     }
-    return best >= 0 ? best : empty;
+    for (size_t i = 0; i < w->n_empty; i++) {
+        int32_t hi = w->empty[i];
+        if (hi == skip || w->is_active[hi] || s->hosts[hi].n_vms)
+            continue;
+        if (fits(s, w, hi, vi))
+            return hi;
+    }
+    return -1;
+}
+
+static int32_t bucket_of(const struct sim *s, const struct watt_state *w, int32_t hi)
+{
+    double f = w->load[hi] / s->hosts[hi].cap;
+    long b = (long)(f * NBUCKETS);
+    b = b < 0 ? 0 : (b >= NBUCKETS ? NBUCKETS - 1 : b);
+    return (int32_t)(w->type_rank[hi] * NBUCKETS + (uint32_t)b);
+}
+
+static void index_remove(struct watt_state *w, int32_t hi)
+{
+    int32_t b = w->host_bucket[hi];
+    if (b < 0)
+        return;
+    uint32_t pos = w->host_pos[hi], last = --w->bucket_n[b];
+    int32_t moved = w->bucket[b][last];
+    w->bucket[b][pos] = moved;
+    w->host_pos[moved] = pos;
+    w->host_bucket[hi] = -1;
+}
+
+static void index_put(const struct sim *s, struct watt_state *w, int32_t hi)
+{
+    int32_t b = bucket_of(s, w, hi);
+    if (w->host_bucket[hi] == b)
+        return;
+    index_remove(w, hi);
+    if (w->bucket_n[b] == w->bucket_cap[b]) {
+        w->bucket_cap[b] = w->bucket_cap[b] ? 2 * w->bucket_cap[b] : 16;
+        w->bucket[b] = xrealloc(w->bucket[b], w->bucket_cap[b] * sizeof(int32_t));
+    }
+    w->host_pos[hi] = w->bucket_n[b];
+    w->bucket[b][w->bucket_n[b]++] = hi;
+    w->host_bucket[hi] = b;
+}
+
+/* Change a host's booked forecast load (and current demand), keeping the
+ * index in step. */
+static void add_load(const struct sim *s, struct watt_state *w, int32_t hi, double fc, double req)
+{
+    w->load[hi] += fc;
+    w->now[hi] += req;
+    if (w->is_active[hi])
+        index_put(s, w, hi);
+}
+
+static void activate(const struct sim *s, struct watt_state *w, int32_t hi)
+{
+    if (w->is_active[hi])
+        return;
+    w->is_active[hi] = 1;
+    index_put(s, w, hi);
 }
 
 static void move(struct sim *s, struct watt_state *w, int32_t vi, int32_t to)
 {
     int32_t from = s->vms[vi].host;
+    double fc = w->fc[vi], req = s->vms[vi].req;
+    activate(s, w, to);
     int r = sim_start_migration(s, vi, to);
-    if (r == -EAGAIN || r < 0) {
-        /* target booting: count the VM there so we do not book it twice */
-        w->load[to] += w->fc[vi];
-        w->now[to] += s->vms[vi].req;
+    if (r < 0) {
+        /* target booting (or busy): book the VM there so that it is not
+         * booked twice; it moves at a later tick */
+        add_load(s, w, to, fc, req);
         return;
     }
-    w->load[from] -= w->fc[vi];
-    w->now[from] -= s->vms[vi].req;
-    w->load[to] += w->fc[vi];
-    w->now[to] += s->vms[vi].req;
+    add_load(s, w, from, -fc, -req);
+    add_load(s, w, to, fc, req);
     if (w->budget)
         w->budget--;
 }
@@ -282,12 +413,10 @@ static bool drain(struct sim *s, struct watt_state *w, int32_t hi)
         to[k] = pick_host(s, w, vms[k], hi);
         if (to[k] < 0 || s->hosts[to[k]].n_vms == 0)
             break; /* never drain onto an empty host: that saves nothing */
-        w->load[to[k]] += w->fc[vms[k]];
-        w->now[to[k]] += s->vms[vms[k]].req;
+        add_load(s, w, to[k], w->fc[vms[k]], s->vms[vms[k]].req);
     }
     for (uint32_t i = 0; i < k; i++) {
-        w->load[to[i]] -= w->fc[vms[i]];
-        w->now[to[i]] -= s->vms[vms[i]].req;
+        add_load(s, w, to[i], -w->fc[vms[i]], -s->vms[vms[i]].req);
     }
     if (k < n) {
         w->draining[hi] = 0;
@@ -321,6 +450,24 @@ static void refresh(struct sim *s, struct watt_state *w)
         int32_t at = v->dest >= 0 ? v->dest : v->host;
         w->load[at] += w->fc[vi];
         w->now[at] += v->req;
+    }
+    w->n_empty = 0;
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        w->is_active[hi] = s->hosts[hi].n_vms || w->load[hi] > 0;
+        if (w->is_active[hi])
+            index_put(s, w, (int32_t)hi);
+        else
+            index_remove(w, (int32_t)hi);
+    }
+    /* empty hosts: most efficient type first (types are few: a pass per
+     * type), running before cold, by id */
+    for (size_t k = 0; k < w->n_types; k++) {
+        const struct fleet_host_type *t = w->type_order[k];
+        for (int up = 1; up >= 0; up--)
+            for (size_t hi = 0; hi < s->n_hosts; hi++)
+                if (!w->is_active[hi] && s->hosts[hi].type == t &&
+                    host_usable(s, (int32_t)hi) == (bool)up)
+                    w->empty[w->n_empty++] = (int32_t)hi;
     }
 }
 
@@ -410,23 +557,34 @@ void watt_optimize(struct sim *s)
         manage_power(s, w);
 }
 
+/* A new VM: nothing is known but its request (its full size at creation).
+ * The first wave (t = 0, every VM at once) fills hosts in order of
+ * efficiency, next fit, in O(1) per VM; a VM born later goes to the
+ * fullest suitable running host of the most efficient type. */
 int32_t watt_initial_host(struct sim *s, int32_t vi)
 {
     struct watt_state *w = s->policy_state;
-    /* A new VM: nothing known but its request (its full size at creation). */
-    w->fc[vi] = s->vms[vi].req;
-    for (size_t hi = 0; hi < s->n_hosts; hi++) {
-        /* at creation, only the scheduler's own limits: pack by request */
-        (void)hi;
+    const struct vm *v = &s->vms[vi];
+    w->fc[vi] = v->req;
+    if (s->now == 0) {
+        while (w->fill_pos < s->n_hosts) {
+            const struct host *h = &s->hosts[w->fill_order[w->fill_pos]];
+            if (host_available_mips(s, h) >= w->smallest_vm_mips &&
+                h->ram_used + w->smallest_vm_ram <= h->type->ram_mb)
+                break;
+            w->fill_pos++; /* full for any VM: never look at it again */
+        }
+        for (size_t i = w->fill_pos; i < s->n_hosts; i++)
+            if (host_suitable(s, &s->hosts[w->fill_order[i]], v))
+                return w->fill_order[i];
+        return -1;
     }
     int32_t to = -1;
     double best_eff = INFINITY, best_load = -1;
     for (size_t i = 0; i < s->n_hosts; i++) {
         int32_t hi = (int32_t)i;
         const struct host *h = &s->hosts[hi];
-        if (!host_suitable(s, h, &s->vms[vi]))
-            continue;
-        if (!s->compat && s->now > 0 && h->power == HOST_OFF)
+        if (!host_suitable(s, h, v) || (!s->compat && h->power == HOST_OFF))
             continue;
         double eff = w->w_per_mips[hi];
         double load = h->cap - host_available_mips(s, h);
