@@ -241,9 +241,12 @@ static bool overloaded_after(struct sim *s, struct host *h, int32_t vi)
 static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
 {
     const struct vm *v = &s->vms[vi];
-    double min_diff = INFINITY;
-    int32_t best = -1;
+    size_t n = 0;
 
+    /* First the power increase of every suitable host; then the overload
+     * test (the costly part) in increasing order of increase, lowest id
+     * first on ties, until a host passes: the same choice as CloudSim's
+     * single pass, with far fewer tests. */
     s->stamp++;
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
         struct host *h = &s->hosts[hi];
@@ -262,16 +265,21 @@ static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
         double pu = (host_allocated_mips(s, h, true) + v->req) / h->cap;
         if (pu > 1)
             continue; /* CloudSim's power model refuses > 100 % */
-        double diff = fleet_host_type_power(h->type, pu) - h->util_power_w;
-        if (!(diff < min_diff))
-            continue;
-        /* the overload test only excludes: run it last, it is the costly one */
-        if (h->util_mips != 0 && overloaded_after(s, h, vi))
-            continue;
-        min_diff = diff;
-        best = (int32_t)hi;
+        s->cand[n].diff = fleet_host_type_power(h->type, pu) - h->util_power_w;
+        s->cand[n++].host = (int32_t)hi;
     }
-    return best;
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (s->cand[i].host >= 0 && (best == n || s->cand[i].diff < s->cand[best].diff))
+                best = i; /* strict: the lowest id wins ties (cand is in id order) */
+        if (best == n)
+            return -1;
+        struct host *h = &s->hosts[s->cand[best].host];
+        if (h->util_mips == 0 || !overloaded_after(s, h, vi))
+            return s->cand[best].host;
+        s->cand[best].host = -1;
+    }
 }
 
 static int32_t first_fit_host(struct sim *s, int32_t vi)

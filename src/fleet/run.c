@@ -90,6 +90,7 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
     }
     s->types = types;
     s->type_stamp = xcalloc(hs->n_types, sizeof(*s->type_stamp));
+    s->cand = xcalloc(s->n_hosts, sizeof(*s->cand));
     s->saved_off = xcalloc(s->n_hosts + 1, sizeof(*s->saved_off));
     s->saved_ram = xcalloc(s->n_hosts, sizeof(*s->saved_ram));
     if (p->alloc == FLEET_WATT)
@@ -110,6 +111,7 @@ static void sim_free(struct sim *s)
     free(s->saved_off);
     free(s->saved_ram);
     free(s->type_stamp);
+    free(s->cand);
 }
 
 static int32_t initial_host(struct sim *s, int32_t vi)

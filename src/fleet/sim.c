@@ -513,8 +513,19 @@ void run_migrations_until(struct sim *s, double limit)
         if (s->compat) {
             for (size_t i = 0; i < n; i++)
                 migration_complete(s, &done[i]);
-            /* the same instant again: new allocations, no energy (dt = 0) */
-            sim_update(s, t);
+            /* The same instant again: CloudSim updates every host, but only
+             * the hosts a migration left or reached can change (dt = 0, the
+             * same requests); and a VM that arrived asking 0 MIPS goes. */
+            s->epoch++;
+            for (size_t i = 0; i < n; i++) {
+                host_update(s, done[i].src, t);
+                host_update(s, done[i].dst, t);
+            }
+            for (size_t i = 0; i < n; i++) {
+                struct vm *v = &s->vms[done[i].vm];
+                if (v->host >= 0 && !v->migrating && v->req == 0)
+                    vm_finish(s, done[i].vm);
+            }
         } else {
             for (size_t i = 0; i < n; i++) {
                 int32_t cur = s->vms[done[i].vm].host;

@@ -82,6 +82,10 @@ struct sim {
     uint32_t epoch;                      /* bumped whenever requests or migrations change */
     const struct fleet_host_type *types; /* [n_types], options applied */
     uint32_t *type_stamp;                /* PABFD scratch, per type */
+    struct pabfd_cand {
+        double diff;
+        int32_t host;
+    } * cand; /* PABFD scratch, per host */
     uint32_t stamp;
     double last_s; /* last update time */
     double energy_ws;

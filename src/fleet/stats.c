@@ -9,32 +9,79 @@
 
 #define STATS_STACK 64 /* histories are <= 30 values; larger inputs allocate */
 
-static int cmp_double(const void *a, const void *b)
+/* The k-th smallest (0-based) of a[0..n), by quickselect: a is reordered
+ * so that a[k] holds it and everything after k is >= it. O(n). */
+static double select_kth(double *a, long n, long k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    long lo = 0, hi = n - 1;
+    while (hi > lo) {
+        long mid = lo + (hi - lo) / 2;
+        /* median of three as the pivot */
+        if (a[mid] < a[lo]) {
+            double t = a[mid];
+            a[mid] = a[lo];
+            a[lo] = t;
+        }
+        if (a[hi] < a[lo]) {
+            double t = a[hi];
+            a[hi] = a[lo];
+            a[lo] = t;
+        }
+        if (a[hi] < a[mid]) {
+            double t = a[hi];
+            a[hi] = a[mid];
+            a[mid] = t;
+        }
+        double pivot = a[mid];
+        long i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
 }
 
-/* Sort a copy of V into BUF (STATS_STACK) or a heap array in *HEAP. */
-static double *sorted_copy(const double *v, size_t n, double *buf, double **heap)
+static double min_of(const double *a, long n)
+{
+    double m = a[0];
+    for (long i = 1; i < n; i++)
+        if (a[i] < m)
+            m = a[i];
+    return m;
+}
+
+/* Median of a (reordered), as commons-math's Percentile(50). */
+static double median_inplace(double *a, long n)
+{
+    if (n % 2)
+        return select_kth(a, n, n / 2);
+    double lower = select_kth(a, n, n / 2 - 1);
+    double upper = min_of(a + n / 2, n - n / 2);
+    return lower + (upper - lower) / 2;
+}
+
+static double *scratch(const double *v, size_t n, double *buf, double **heap)
 {
     double *s = buf;
     if (n > STATS_STACK)
         s = *heap = xmalloc(n * sizeof(double));
     memcpy(s, v, n * sizeof(double));
-    if (n > STATS_STACK) {
-        qsort(s, n, sizeof(double), cmp_double);
-        return s;
-    }
-    for (size_t i = 1; i < n; i++) { /* histories are short: insertion sort */
-        double x = s[i];
-        size_t j = i;
-        while (j > 0 && s[j - 1] > x) {
-            s[j] = s[j - 1];
-            j--;
-        }
-        s[j] = x;
-    }
     return s;
 }
 
@@ -45,10 +92,7 @@ double stats_median(const double *v, size_t n)
 
     if (n == 0)
         return 0;
-    double *s = sorted_copy(v, n, buf, &heap);
-    if (n % 2)
-        return s[n / 2];
-    return s[n / 2 - 1] + (s[n / 2] - s[n / 2 - 1]) / 2;
+    return median_inplace(scratch(v, n, buf, &heap), (long)n);
 }
 
 double stats_iqr(const double *v, size_t n)
@@ -58,14 +102,16 @@ double stats_iqr(const double *v, size_t n)
 
     if (n == 0)
         return 0;
-    double *s = sorted_copy(v, n, buf, &heap);
+    double *s = scratch(v, n, buf, &heap);
     long q1 = (long)floor(0.25 * (double)(n + 1) + 0.5) - 1;
     long q3 = (long)floor(0.75 * (double)(n + 1) + 0.5) - 1;
     if (q1 < 0)
         q1 = 0;
     if (q3 > (long)n - 1)
         q3 = (long)n - 1;
-    return s[q3] - s[q1];
+    double x1 = select_kth(s, (long)n, q1);
+    double x3 = q3 > q1 ? select_kth(s + q1 + 1, (long)n - q1 - 1, q3 - q1 - 1) : x1;
+    return x3 - x1;
 }
 
 double stats_mad(const double *v, size_t n)
@@ -76,12 +122,10 @@ double stats_mad(const double *v, size_t n)
     if (n == 0)
         return 0;
     double med = stats_median(v, n);
-    double *d = buf;
-    if (n > STATS_STACK)
-        d = heap = xmalloc(n * sizeof(double));
+    double *d = scratch(v, n, buf, &heap);
     for (size_t i = 0; i < n; i++)
         d[i] = fabs(v[i] - med);
-    return stats_median(d, n);
+    return median_inplace(d, (long)n);
 }
 
 size_t stats_trim_zero_tail(const double *v, size_t n)
