@@ -321,6 +321,20 @@ static bool is_tick_time(const struct sim *s, double t)
     return fmod(t, s->opt->interval_s) == 0;
 }
 
+/* Set the utilisation a host's last update found. */
+static void set_util(struct sim *s, struct host *h, double u1)
+{
+    if (s->compat && (h->util_mips > 0) != (u1 > 0)) {
+        /* CloudSim's hosts switch off and on by their utilisation alone */
+        if (u1 > 0)
+            s->power_ons++;
+        else
+            s->power_offs++;
+    }
+    h->util_mips = u1;
+    h->util_power_w = host_power_w(h, u1);
+}
+
 /* Re-schedule host hi at time t and meter its energy since its last
  * update (a trapezoid between the two utilisations). */
 static void host_update(struct sim *s, int32_t hi, double t)
@@ -335,8 +349,7 @@ static void host_update(struct sim *s, int32_t hi, double t)
         if (s->pol->alloc == FLEET_NPA || (s->compat ? u0 != 0 : h->power == HOST_ON))
             s->util_mips_s += (fmin(u0, h->cap) + fmin(u1, h->cap)) / 2 * dt;
     }
-    h->util_mips = u1;
-    h->util_power_w = host_power_w(h, u1);
+    set_util(s, h, u1);
     h->last_s = t;
 }
 
@@ -389,8 +402,7 @@ void sim_update(struct sim *s, double t)
  * does this when a migration starts (Host.addMigratingInVm). */
 static void host_reschedule(struct sim *s, int32_t hi)
 {
-    s->hosts[hi].util_mips = host_schedule(s, hi, s->now);
-    s->hosts[hi].util_power_w = host_power_w(&s->hosts[hi], s->hosts[hi].util_mips);
+    set_util(s, &s->hosts[hi], host_schedule(s, hi, s->now));
 }
 
 int sim_start_migration(struct sim *s, int32_t vi, int32_t dst)
