@@ -29,6 +29,7 @@ FIELDS = {  # docs/fleet-json.md, run object: key -> allowed types
     "power_ons": (int,), "power_offs": (int,), "unserved": (int, float),
     "max_active_hosts": (int,), "mean_active_hosts": (int, float), "vms_end": (int,),
     "lower_bound_kwh": (int, float), "above_lower_bound": (int, float, type(None)),
+    "served_bound_kwh": (int, float), "vms_failed": (int,),
 }
 CSV_HEADER = ["run", "policy", "t_s", "active_hosts", "vms", "power_w", "sla_violation",
               "migrations"]
@@ -91,7 +92,9 @@ def check_run(what, r):
         fail(f"{what}: slav {r['slav']} != slatah x pdm {r['slatah'] * r['pdm']}")
     if not math.isclose(r["esv"], r["energy_kwh"] * r["slav"], rel_tol=1e-6, abs_tol=1e-15):
         fail(f"{what}: esv {r['esv']} != energy x slav")
-    if r["energy_kwh"] < r["lower_bound_kwh"] * (1 - 1e-9):
+    if r["energy_kwh"] < r["served_bound_kwh"] * (1 - 1e-9):
+        fail(f"{what}: energy {r['energy_kwh']} below the served bound {r['served_bound_kwh']}")
+    if r["unserved"] < 1e-9 and r["energy_kwh"] < r["lower_bound_kwh"] * (1 - 1e-9):
         fail(f"{what}: energy {r['energy_kwh']} below the lower bound {r['lower_bound_kwh']}")
     lb = r["lower_bound_kwh"]
     alb = r["above_lower_bound"]
