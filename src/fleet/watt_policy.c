@@ -374,9 +374,7 @@ static void relieve(struct sim *s, struct watt_state *w, int32_t hi)
         int32_t pick = -1;
         for (uint32_t i = 0; i < h->n_vms; i++) {
             int32_t vi = h->vms[i];
-            if (!may_move(s, w, vi) && s->vms[vi].migrations_day < 250)
-                continue;
-            if (s->vms[vi].dest >= 0)
+            if (!may_move(s, w, vi)) /* in flight, or out of moves today */
                 continue;
             if (pick < 0 || w->fc[vi] > w->fc[pick])
                 pick = vi;
