@@ -238,6 +238,28 @@ static bool overloaded_after(struct sim *s, struct host *h, int32_t vi)
  * MIPS allocated now (this round's tentative VMs included) plus the VM's,
  * against its power at the last update; EXCLUDED marks
  * hosts not to consider (NULL: none). Ties go to the first host. */
+static bool cand_less(const struct pabfd_cand *a, const struct pabfd_cand *b)
+{
+    return a->diff < b->diff || (a->diff == b->diff && a->host < b->host);
+}
+
+static void cand_sift(struct pabfd_cand *c, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && cand_less(&c[l], &c[m]))
+            m = l;
+        if (r < n && cand_less(&c[r], &c[m]))
+            m = r;
+        if (m == i)
+            return;
+        struct pabfd_cand t = c[i];
+        c[i] = c[m];
+        c[m] = t;
+        i = m;
+    }
+}
+
 static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
 {
     const struct vm *v = &s->vms[vi];
@@ -268,18 +290,18 @@ static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
         s->cand[n].diff = fleet_host_type_power(h->type, pu) - h->util_power_w;
         s->cand[n++].host = (int32_t)hi;
     }
-    for (;;) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++)
-            if (s->cand[i].host >= 0 && (best == n || s->cand[i].diff < s->cand[best].diff))
-                best = i; /* strict: the lowest id wins ties (cand is in id order) */
-        if (best == n)
-            return -1;
-        struct host *h = &s->hosts[s->cand[best].host];
+    /* a binary min-heap on (increase, id): O(n) to build, O(log n) a pop */
+    for (size_t i = n / 2; i-- > 0;)
+        cand_sift(s->cand, n, i);
+    while (n > 0) {
+        struct pabfd_cand c = s->cand[0];
+        struct host *h = &s->hosts[c.host];
         if (h->util_mips == 0 || !overloaded_after(s, h, vi))
-            return s->cand[best].host;
-        s->cand[best].host = -1;
+            return c.host;
+        s->cand[0] = s->cand[--n];
+        cand_sift(s->cand, n, 0);
     }
+    return -1;
 }
 
 static int32_t first_fit_host(struct sim *s, int32_t vi)
