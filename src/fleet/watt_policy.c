@@ -59,8 +59,7 @@ struct watt_state {
     uint32_t *host_pos;   /* per host: index in its bucket */
     uint32_t *type_rank;  /* per host: rank of its type by efficiency */
     int32_t *fill_order;  /* all hosts, most efficient type first, for t = 0 */
-    size_t fill_pos;
-    double smallest_vm_mips, smallest_vm_ram;
+    size_t *fill_pos;     /* per VM type: hosts before it are full for that type */
     unsigned budget;
     double day_start_s;
 };
@@ -161,12 +160,7 @@ int watt_policy_init(struct sim *s)
         for (size_t hi = 0; hi < s->n_hosts; hi++)
             if (s->hosts[hi].type == w->type_order[k])
                 w->fill_order[o++] = (int32_t)hi;
-    w->smallest_vm_mips = w->smallest_vm_ram = INFINITY;
-    for (size_t vi = 0; vi < s->n_vms; vi++) {
-        const struct vm *v = &s->vms[vi];
-        w->smallest_vm_mips = fmin(w->smallest_vm_mips, v->mips * v->pes);
-        w->smallest_vm_ram = fmin(w->smallest_vm_ram, v->ram_mb);
-    }
+    w->fill_pos = xcalloc(s->sc->n_vm_types, sizeof(size_t));
     for (size_t hi = 0; hi < s->n_hosts; hi++)
         w->w_per_mips[hi] = s->hosts[hi].type->power_w[FLEET_POWER_POINTS - 1] / s->hosts[hi].cap;
     s->policy_state = w;
@@ -196,6 +190,7 @@ void watt_policy_free(struct sim *s)
     free(w->empty);
     free(w->type_order);
     free(w->fill_order);
+    free(w->fill_pos);
     free(w);
     s->policy_state = NULL;
 }
@@ -486,16 +481,14 @@ static void manage_power(struct sim *s, struct watt_state *w)
             w->empty_ticks[hi] = 0;
     }
     double reserve = need * w->p.spare;
-    while (free_cap < reserve) {
-        int32_t best = -1;
-        for (size_t hi = 0; hi < s->n_hosts; hi++)
-            if (s->hosts[hi].power == HOST_OFF &&
-                (best < 0 || w->w_per_mips[hi] < w->w_per_mips[best]))
-                best = (int32_t)hi;
-        if (best < 0)
-            break;
-        sim_power_on(s, best);
-        free_cap += s->hosts[best].cap * w->p.pack;
+    /* boot the most efficient cold hosts: refresh() listed the empty hosts
+     * by efficiency, the cold ones of a type after its running ones */
+    for (size_t i = 0; i < w->n_empty && free_cap < reserve; i++) {
+        int32_t hi = w->empty[i];
+        if (s->hosts[hi].power != HOST_OFF)
+            continue;
+        sim_power_on(s, hi);
+        free_cap += s->hosts[hi].cap * w->p.pack;
     }
     for (size_t i = s->n_hosts; i-- > 0;) {
         struct host *h = &s->hosts[i];
@@ -565,17 +558,12 @@ int32_t watt_initial_host(struct sim *s, int32_t vi)
     const struct vm *v = &s->vms[vi];
     w->fc[vi] = v->req;
     if (s->now == 0) {
-        while (w->fill_pos < s->n_hosts) {
-            const struct host *h = &s->hosts[w->fill_order[w->fill_pos]];
-            if (host_available_mips(s, h) >= w->smallest_vm_mips &&
-                h->ram_used + w->smallest_vm_ram <= h->type->ram_mb)
-                break;
-            w->fill_pos++; /* full for any VM: never look at it again */
-        }
-        for (size_t i = w->fill_pos; i < s->n_hosts; i++)
-            if (host_suitable(s, &s->hosts[w->fill_order[i]], v))
-                return w->fill_order[i];
-        return -1;
+        /* one cursor per VM type: a host that cannot take a VM of a type
+         * now never will in this wave (hosts only fill up) */
+        size_t *pos = &w->fill_pos[v->type - s->sc->vm_types];
+        while (*pos < s->n_hosts && !host_suitable(s, &s->hosts[w->fill_order[*pos]], v))
+            (*pos)++;
+        return *pos < s->n_hosts ? w->fill_order[*pos] : -1;
     }
     int32_t to = -1;
     double best_eff = INFINITY, best_load = -1;
