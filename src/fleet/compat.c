@@ -40,8 +40,8 @@ static bool thr_test(const struct sim *s, const struct host *h, int32_t extra, d
  * weighted by their MIPS, most recent first, trailing zeros trimmed. */
 static size_t host_history(const struct sim *s, const struct host *h, int32_t extra, double *out)
 {
-    host_sums(s, h);
-    memcpy(out, h->c_hist, VM_HISTORY * sizeof(double));
+    host_sums(s, h); /* c_mig_s for LR */
+    memcpy(out, host_history_sum(s, h), VM_HISTORY * sizeof(double));
     if (extra >= 0) {
         const struct vm *v = &s->vms[extra];
         for (uint8_t k = 0; k < v->hist_n; k++)
@@ -215,6 +215,11 @@ static int32_t select_vm(struct sim *s, const struct host *h)
 
 static void tentative_add(struct sim *s, struct host *h, int32_t vi)
 {
+    int32_t hi = (int32_t)(h - s->hosts);
+    if (s->in_round && !s->is_live[hi]) {
+        s->is_live[hi] = 1;
+        s->live[s->n_live++] = hi;
+    }
     host_add_vm(h, vi);
     if (s->opt->hard_ram || !s->vms[vi].born)
         h->ram_used += s->vms[vi].ram_mb;
@@ -260,36 +265,101 @@ static void cand_sift(struct pabfd_cand *c, size_t n, size_t i)
     }
 }
 
-static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
+/* Add host hi to the candidates if it can take VM v (suitable, CloudSim's
+ * power model defined at the new load). */
+static void pabfd_consider(struct sim *s, int32_t hi, const struct vm *v, size_t *n)
 {
-    const struct vm *v = &s->vms[vi];
-    size_t n = 0;
+    const struct host *h = &s->hosts[hi];
+    if (!host_suitable(s, h, v))
+        return;
+    double pu = (host_allocated_mips(s, h, true) + v->req) / h->cap;
+    if (pu > 1)
+        return; /* CloudSim's power model refuses > 100 % */
+    s->cand[*n].diff = fleet_host_type_power(h->type, pu) - h->util_power_w;
+    s->cand[(*n)++].host = hi;
+}
 
-    /* First the power increase of every suitable host; then the overload
-     * test (the costly part) in increasing order of increase, lowest id
-     * first on ties, until a host passes: the same choice as CloudSim's
-     * single pass, with far fewer tests. */
+static bool idle_host(const struct host *h)
+{
+    return !h->n_vms && h->util_mips == 0;
+}
+
+/* The candidates during a round: the live hosts, and for each type the
+ * idle host with the lowest id (every idle host of a type offers the same
+ * increase, and ties go to the lowest id). */
+static size_t pabfd_candidates_round(struct sim *s, const struct vm *v, const uint8_t *excluded)
+{
+    size_t n = 0, nt = s->sc->hosts->n_types;
     s->stamp++;
-    for (size_t hi = 0; hi < s->n_hosts; hi++) {
-        struct host *h = &s->hosts[hi];
+    for (uint32_t i = 0; i < s->n_live; i++) {
+        int32_t hi = s->live[i];
+        const struct host *h = &s->hosts[hi];
         if (excluded && excluded[hi])
             continue;
-        if (!h->n_vms && h->util_mips == 0) {
-            /* every empty, idle host of a type offers the same increase:
-             * only the first can win (ties go to the first host) */
+        if (idle_host(h)) {
+            uint32_t t = (uint32_t)(h->type - s->types);
+            if (s->type_stamp[t] != s->stamp || hi < s->type_idle[t]) {
+                s->type_stamp[t] = s->stamp;
+                s->type_idle[t] = hi;
+            }
+            continue;
+        }
+        pabfd_consider(s, hi, v, &n);
+    }
+    for (size_t t = 0; t < nt; t++) {
+        while (s->idle_pos[t] < s->idle_n[t] &&
+               !idle_host(&s->hosts[s->idle_by_type[t][s->idle_pos[t]]]))
+            s->idle_pos[t]++; /* took a VM this round: it is live now */
+        if (s->idle_pos[t] < s->idle_n[t]) {
+            int32_t hi = s->idle_by_type[t][s->idle_pos[t]];
+            if (!(excluded && excluded[hi]) &&
+                (s->type_stamp[t] != s->stamp || hi < s->type_idle[t])) {
+                s->type_stamp[t] = s->stamp;
+                s->type_idle[t] = hi;
+            }
+        }
+        if (s->type_stamp[t] == s->stamp)
+            pabfd_consider(s, s->type_idle[t], v, &n);
+    }
+    return n;
+}
+
+/* Outside a round (creation at t = 0): every host, idle ones deduplicated
+ * per type in id order. */
+static size_t pabfd_candidates_all(struct sim *s, const struct vm *v, const uint8_t *excluded)
+{
+    size_t n = 0;
+    s->stamp++;
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        const struct host *h = &s->hosts[hi];
+        if (excluded && excluded[hi])
+            continue;
+        if (idle_host(h)) {
             uint32_t t = (uint32_t)(h->type - s->types);
             if (s->type_stamp[t] == s->stamp)
                 continue;
             s->type_stamp[t] = s->stamp;
         }
-        if (!host_suitable(s, h, v))
-            continue;
-        double pu = (host_allocated_mips(s, h, true) + v->req) / h->cap;
-        if (pu > 1)
-            continue; /* CloudSim's power model refuses > 100 % */
-        s->cand[n].diff = fleet_host_type_power(h->type, pu) - h->util_power_w;
-        s->cand[n++].host = (int32_t)hi;
+        pabfd_consider(s, (int32_t)hi, v, &n);
     }
+    return n;
+}
+
+/* The host whose power would rise least by taking VM vi: its power at the
+ * MIPS allocated now (this round's tentative VMs included) plus the VM's,
+ * against its power at the last update; EXCLUDED marks hosts not to
+ * consider (NULL: none). Ties go to the first host.
+ *
+ * First the increase of every candidate; then the overload test (the
+ * costly part) in increasing order of increase, lowest id first on ties,
+ * until a host passes: the same choice as CloudSim's single pass, with far
+ * fewer tests. */
+static int32_t pabfd_host(struct sim *s, int32_t vi, const uint8_t *excluded)
+{
+    const struct vm *v = &s->vms[vi];
+    size_t n =
+        s->in_round ? pabfd_candidates_round(s, v, excluded) : pabfd_candidates_all(s, v, excluded);
+
     /* a binary min-heap on (increase, id): O(n) to build, O(log n) a pop */
     for (size_t i = n / 2; i-- > 0;)
         cand_sift(s->cand, n, i);
@@ -444,6 +514,26 @@ static void drain_underloaded(struct sim *s, uint8_t *ex_under, uint8_t *ex_plac
     }
 }
 
+/* Sort the hosts into live ones (VMs or load) and, per type, idle ones. */
+static void round_begin(struct sim *s)
+{
+    size_t nt = s->sc->hosts->n_types;
+    s->n_live = 0;
+    for (size_t t = 0; t < nt; t++)
+        s->idle_n[t] = s->idle_pos[t] = 0;
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        const struct host *h = &s->hosts[hi];
+        s->is_live[hi] = !idle_host(h);
+        if (s->is_live[hi]) {
+            s->live[s->n_live++] = (int32_t)hi;
+        } else {
+            uint32_t t = (uint32_t)(h->type - s->types);
+            s->idle_by_type[t][s->idle_n[t]++] = (int32_t)hi;
+        }
+    }
+    s->in_round = true;
+}
+
 void cloudsim_optimize(struct sim *s)
 {
     _cleanup_free_ uint8_t *over = xcalloc(s->n_hosts, 1);
@@ -455,6 +545,7 @@ void cloudsim_optimize(struct sim *s)
 
     for (size_t hi = 0; hi < s->n_hosts; hi++)
         over[hi] = host_overloaded(s, &s->hosts[hi]);
+    round_begin(s);
     plan_save(s);
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
         if (!over[hi])
@@ -484,6 +575,7 @@ void cloudsim_optimize(struct sim *s)
         }
     }
     drain_underloaded(s, ex_under, ex_place, n_under, &plan);
+    s->in_round = false;
     plan_restore(s);
     for (size_t i = 0; i < plan.n; i++)
         sim_start_migration(s, plan.vm[i], plan.host[i]);

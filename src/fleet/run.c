@@ -91,6 +91,19 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
     s->types = types;
     s->type_stamp = xcalloc(hs->n_types, sizeof(*s->type_stamp));
     s->cand = xcalloc(s->n_hosts, sizeof(*s->cand));
+    s->type_idle = xcalloc(hs->n_types, sizeof(*s->type_idle));
+    s->live = xcalloc(s->n_hosts, sizeof(*s->live));
+    s->is_live = xcalloc(s->n_hosts, 1);
+    s->idle_n = xcalloc(hs->n_types, sizeof(*s->idle_n));
+    s->idle_pos = xcalloc(hs->n_types, sizeof(*s->idle_pos));
+    s->idle_by_type = xcalloc(hs->n_types, sizeof(*s->idle_by_type));
+    {
+        _cleanup_free_ size_t *count = xcalloc(hs->n_types, sizeof(size_t));
+        for (size_t hi = 0; hi < s->n_hosts; hi++)
+            count[hs->type_of[hi]]++;
+        for (size_t t = 0; t < hs->n_types; t++)
+            s->idle_by_type[t] = xcalloc(count[t] ? count[t] : 1, sizeof(int32_t));
+    }
     s->saved_off = xcalloc(s->n_hosts + 1, sizeof(*s->saved_off));
     s->saved_ram = xcalloc(s->n_hosts, sizeof(*s->saved_ram));
     if (p->alloc == FLEET_WATT)
@@ -112,6 +125,15 @@ static void sim_free(struct sim *s)
     free(s->saved_ram);
     free(s->type_stamp);
     free(s->cand);
+    free(s->type_idle);
+    free(s->live);
+    free(s->is_live);
+    free(s->idle_n);
+    free(s->idle_pos);
+    if (s->idle_by_type)
+        for (size_t t = 0; t < s->sc->hosts->n_types; t++)
+            free(s->idle_by_type[t]);
+    free(s->idle_by_type);
 }
 
 static int32_t initial_host(struct sim *s, int32_t vi)

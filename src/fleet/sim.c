@@ -98,7 +98,6 @@ void host_sums(const struct sim *s, const struct host *hc)
         return;
     int32_t self = (int32_t)(h - s->hosts);
     double req = 0, sum = 0, mig = 0;
-    memset(h->c_hist, 0, sizeof(h->c_hist));
     for (uint32_t i = 0; i < h->n_vms; i++) {
         const struct vm *v = &s->vms[h->vms[i]];
         double r = vm_capped(h, v);
@@ -107,8 +106,6 @@ void host_sums(const struct sim *s, const struct host *hc)
         double t = vm_mig_s(h, v);
         if (t > mig)
             mig = t;
-        for (uint8_t k = 0; k < v->hist_n; k++)
-            h->c_hist[k] += v->hist[k] * v->mips / h->cap;
     }
     double scale = sum > h->cap ? h->cap / sum : 1, total = 0;
     for (uint32_t i = 0; i < h->n_vms; i++) {
@@ -129,6 +126,24 @@ void host_sums(const struct sim *s, const struct host *hc)
     h->c_alloc_pot = total;
     h->c_mig_s = mig;
     h->ckey = key;
+}
+
+/* The host's MIPS-weighted utilisation history (IQR, MAD, LR), cached
+ * apart: THR never needs it. */
+const double *host_history_sum(const struct sim *s, const struct host *hc)
+{
+    struct host *h = (struct host *)hc;
+    uint64_t key = ((uint64_t)s->epoch << 32) | h->version;
+    if (h->hkey == key)
+        return h->c_hist;
+    memset(h->c_hist, 0, sizeof(h->c_hist));
+    for (uint32_t i = 0; i < h->n_vms; i++) {
+        const struct vm *v = &s->vms[h->vms[i]];
+        for (uint8_t k = 0; k < v->hist_n; k++)
+            h->c_hist[k] += v->hist[k] * v->mips / h->cap;
+    }
+    h->hkey = key;
+    return h->c_hist;
 }
 
 /* MIPS the host's scheduler allocates to the VMs on its list now, counting

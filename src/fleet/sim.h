@@ -51,7 +51,7 @@ struct host {
     /* sums over the VM list, cached until the list (version) or the
      * requests (sim.epoch) change; summed in list order, as CloudSim */
     uint32_t version;
-    uint64_t ckey;
+    uint64_t ckey, hkey;
     double c_req, c_sum_eff, c_alloc_pot, c_mig_s;
     double c_hist[VM_HISTORY];
     double ram_used; /* requested RAM of VMs here */
@@ -85,7 +85,15 @@ struct sim {
     struct pabfd_cand {
         double diff;
         int32_t host;
-    } * cand; /* PABFD scratch, per host */
+    } * cand;           /* PABFD scratch, per host */
+    int32_t *type_idle; /* PABFD scratch, per type */
+    /* a consolidation round's hosts: live ones, and idle ones per type */
+    bool in_round;
+    int32_t *live;
+    uint32_t n_live;
+    uint8_t *is_live;
+    int32_t **idle_by_type;
+    uint32_t *idle_n, *idle_pos;
     uint32_t stamp;
     double last_s; /* last update time */
     double energy_ws;
@@ -118,6 +126,7 @@ void host_remove_vm(struct host *h, int32_t vm);
 bool host_has_vm(const struct host *h, int32_t vm);
 double host_requested_mips(const struct sim *s, const struct host *h);
 void host_sums(const struct sim *s, const struct host *h);
+const double *host_history_sum(const struct sim *s, const struct host *h);
 double host_power_w(const struct host *h, double util_mips);
 void plan_save(struct sim *s);
 void plan_restore(struct sim *s);
