@@ -45,9 +45,10 @@ struct watt_state {
     uint32_t *empty_ticks;
     uint8_t *draining;
     int type_rank_n;
-    double *w_per_mips; /* per host: watts per MIPS at full load (efficiency) */
-    uint8_t *is_active; /* hosts with VMs (or VMs booked) this tick */
-    int32_t *empty;     /* the others, best first: efficient, running, by id */
+    double *w_per_mips;  /* per host: watts per MIPS at full load (efficiency) */
+    uint8_t *is_active;  /* hosts with VMs (or VMs booked) this tick */
+    int32_t *empty;      /* the others, best first: efficient, running, by id */
+    size_t *class_start; /* scratch for ordering them: [2 x n_types + 1] */
     size_t n_empty;
     const struct fleet_host_type **type_order; /* by watts per MIPS at full load */
     size_t n_types;
@@ -61,6 +62,7 @@ struct watt_state {
     int32_t *fill_order;  /* all hosts, most efficient type first, for t = 0 */
     size_t *fill_pos;     /* per VM type: hosts before it are full for that type */
     unsigned budget;
+    double no_room_fc; /* this round: the smallest forecast a drain could not place */
     double day_start_s;
 };
 
@@ -154,6 +156,7 @@ int watt_policy_init(struct sim *s)
         for (size_t hi = 0; hi < s->n_hosts; hi++)
             if (s->hosts[hi].type == w->type_order[k])
                 w->type_rank[hi] = (uint32_t)k;
+    w->class_start = xcalloc(2 * w->n_types + 1, sizeof(size_t));
     w->fill_order = xcalloc(s->n_hosts, sizeof(int32_t));
     size_t o = 0;
     for (size_t k = 0; k < w->n_types; k++)
@@ -190,6 +193,7 @@ void watt_policy_free(struct sim *s)
     free(w->empty);
     free(w->type_order);
     free(w->fill_order);
+    free(w->class_start);
     free(w->fill_pos);
     free(w);
     s->policy_state = NULL;
@@ -252,7 +256,8 @@ static bool host_usable(const struct sim *s, int32_t hi)
  * the fullest that takes the VM; else the first empty host in the order
  * refresh() sorted them (most efficient, running before cold; compat: an
  * empty host is free and instant). SKIP: a host not to use. */
-static int32_t pick_host(struct sim *s, struct watt_state *w, int32_t vi, int32_t skip)
+static int32_t pick_host(struct sim *s, struct watt_state *w, int32_t vi, int32_t skip,
+                         bool allow_empty)
 {
     for (size_t k = 0; k < w->n_types; k++) {
         double cap = fleet_host_type_mips(w->type_order[k]);
@@ -273,7 +278,7 @@ static int32_t pick_host(struct sim *s, struct watt_state *w, int32_t vi, int32_
                 return best;
         }
     }
-    for (size_t i = 0; i < w->n_empty; i++) {
+    for (size_t i = 0; allow_empty && i < w->n_empty; i++) {
         int32_t hi = w->empty[i];
         if (hi == skip || w->is_active[hi] || s->hosts[hi].n_vms)
             continue;
@@ -376,7 +381,7 @@ static void relieve(struct sim *s, struct watt_state *w, int32_t hi)
         }
         if (pick < 0)
             return;
-        int32_t to = pick_host(s, w, pick, hi);
+        int32_t to = pick_host(s, w, pick, hi, true);
         if (to < 0)
             return;
         move(s, w, pick, to);
@@ -403,9 +408,16 @@ static bool drain(struct sim *s, struct watt_state *w, int32_t hi)
     w->draining[hi] = 1;
     uint32_t k = 0;
     for (; k < n; k++) {
-        to[k] = pick_host(s, w, vms[k], hi);
-        if (to[k] < 0 || s->hosts[to[k]].n_vms == 0)
-            break; /* never drain onto an empty host: that saves nothing */
+        /* Loads only grow during a round: a VM no smaller than one that
+         * found no room will find none either. Never drain onto an empty
+         * host: that saves nothing. */
+        to[k] = w->fc[vms[k]] >= w->no_room_fc ? -1 : pick_host(s, w, vms[k], hi, false);
+        if (to[k] < 0) {
+            w->no_room_fc = fmin(w->no_room_fc, w->fc[vms[k]]);
+            break;
+        }
+        if (s->hosts[to[k]].n_vms == 0)
+            break; /* a host only booked, still booting */
         add_load(s, w, to[k], w->fc[vms[k]], s->vms[vms[k]].req);
     }
     for (uint32_t i = 0; i < k; i++) {
@@ -430,11 +442,18 @@ static int cmp_by_key(const void *a, const void *b, void *arg)
            (*(const int32_t *)a < *(const int32_t *)b);
 }
 
+/* The order of empty hosts: type rank by efficiency, running first. */
+static size_t empty_class(const struct sim *s, const struct watt_state *w, int32_t hi)
+{
+    return 2 * w->type_rank[hi] + (host_usable(s, hi) ? 0 : 1);
+}
+
 static void refresh(struct sim *s, struct watt_state *w)
 {
     memset(w->load, 0, s->n_hosts * sizeof(double));
     memset(w->now, 0, s->n_hosts * sizeof(double));
     memset(w->draining, 0, s->n_hosts);
+    w->no_room_fc = INFINITY;
     for (size_t vi = 0; vi < s->n_vms; vi++) {
         struct vm *v = &s->vms[vi];
         if (v->host < 0)
@@ -452,16 +471,19 @@ static void refresh(struct sim *s, struct watt_state *w)
         else
             index_remove(w, (int32_t)hi);
     }
-    /* empty hosts: most efficient type first (types are few: a pass per
-     * type), running before cold, by id */
-    for (size_t k = 0; k < w->n_types; k++) {
-        const struct fleet_host_type *t = w->type_order[k];
-        for (int up = 1; up >= 0; up--)
-            for (size_t hi = 0; hi < s->n_hosts; hi++)
-                if (!w->is_active[hi] && s->hosts[hi].type == t &&
-                    host_usable(s, (int32_t)hi) == (bool)up)
-                    w->empty[w->n_empty++] = (int32_t)hi;
-    }
+    /* empty hosts: most efficient type first, running before cold, by id:
+     * count each class, then place every host in one more pass */
+    size_t nc = 2 * w->n_types;
+    memset(w->class_start, 0, (nc + 1) * sizeof(size_t));
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
+        if (!w->is_active[hi])
+            w->class_start[empty_class(s, w, (int32_t)hi) + 1]++;
+    for (size_t c = 0; c < nc; c++)
+        w->class_start[c + 1] += w->class_start[c];
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
+        if (!w->is_active[hi])
+            w->empty[w->class_start[empty_class(s, w, (int32_t)hi)]++] = (int32_t)hi;
+    w->n_empty = w->class_start[nc - 1];
 }
 
 /* Realistic mode: keep SPARE of the load as powered free capacity, boot
