@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # libc6-dev: gcc only recommends it, and recommends are not installed.
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev)
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev)
 if [ "${1:-}" = "--test" ]; then
-    pkgs+=(libcmocka-dev python3 clang-format git)
+    # prometheus: the agent's end-to-end test scrapes it with a real server
+    pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -598,3 +598,21 @@ bool host_existsf(struct host *h, enum host_dir d, const char *fmt, ...)
         return false;
     return host_exists(h, d, path);
 }
+
+int host_self_rss(uint64_t *ret)
+{
+    char buf[128];
+    _cleanup_close_ int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    if (n <= 0)
+        return n < 0 ? -errno : -EIO;
+    buf[n] = '\0';
+    unsigned long long size, resident;
+    if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+        return -EINVAL;
+    long page = sysconf(_SC_PAGESIZE);
+    *ret = (uint64_t)resident * (uint64_t)(page > 0 ? page : 4096);
+    return 0;
+}

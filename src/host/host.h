@@ -119,3 +119,7 @@ bool host_existsf(struct host *h, enum host_dir d, const char *fmt, ...)
 
 /* Prefixes used when displaying paths and in snapshots. */
 const char *host_dir_name(enum host_dir d); /* "sys", "proc", "dev", "" */
+
+/* This process's resident set in bytes (the agent's self-metric): always
+ * the running kernel's /proc/self, whatever root a host has. */
+int host_self_rss(uint64_t *ret);

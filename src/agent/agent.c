@@ -1,0 +1,448 @@
+/* The agent's loop: see agent.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "base/json.h"
+#include "base/util.h"
+#include "cli/report.h"
+#include "cli/report_power.h"
+#include "host/host.h"
+#include "model/model.h"
+#include "sense/clock.h"
+
+#define CT_TEXT        "text/plain; version=0.0.4; charset=utf-8"
+#define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#define CT_JSON        "application/json"
+
+/* One sample's output, shared by the responses still sending it. */
+struct snapshot {
+    unsigned refs;
+    char *text, *openmetrics, *status;
+    size_t text_len, openmetrics_len, status_len;
+};
+
+struct agent {
+    struct agent_config cfg;
+    const char *config_path;
+    const struct agent_config *overrides;
+    unsigned override_mask;
+    struct host *h;
+    struct sense *sense;
+    struct power_model model;
+    struct sample *prev;
+    struct agent_energy *energy;
+    struct agent_self self;
+    struct snapshot *snap;
+    struct MHD_Daemon *mhd;
+    int epfd, tfd, sfd;
+    bool stop;
+};
+
+static void snapshot_unref(struct snapshot *s)
+{
+    if (!s || --s->refs > 0)
+        return;
+    free(s->text);
+    free(s->openmetrics);
+    free(s->status);
+    free(s);
+}
+
+static void response_done(void *cls)
+{
+    snapshot_unref(cls);
+}
+
+static double timespec_s(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+static void self_update(struct agent *a, uint64_t sample_ns)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        a->self.cpu_s = timespec_s(&ru.ru_utime) + timespec_s(&ru.ru_stime);
+        a->self.wakeups = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+    }
+    uint64_t rss;
+    if (host_self_rss(&rss) == 0)
+        a->self.rss_bytes = rss;
+    a->self.sample_s = (double)sample_ns / 1e9;
+}
+
+static char *steal(struct strbuf *b, size_t *ret_len)
+{
+    *ret_len = b->len;
+    char *s = strbuf_steal(b);
+    return s ? s : xstrdup("");
+}
+
+/* Take a sample and replace the snapshot. A failed sample keeps the old
+ * snapshot (and says so on stderr). */
+static void take_sample(struct agent *a)
+{
+    uint64_t t0 = now_monotonic_ns();
+    struct sample *b = NULL;
+    if (sense_sample(a->sense, &b) < 0 || !b) {
+        fprintf(stderr, "watt agent: sampling failed; keeping the last snapshot\n");
+        return;
+    }
+    struct diags diags = {0};
+    struct report_ctx c = {
+        .h = a->h,
+        .sense = a->sense,
+        .a = a->prev,
+        .b = a->prev ? b : NULL,
+        .cur = b,
+        .interval_s = a->prev ? (double)(b->mono_ns - a->prev->mono_ns) / 1e9 : 0,
+        .diags = &diags,
+    };
+    if (!a->prev) /* a single sample: report's convention is a = it, b = NULL */
+        c.a = b;
+    struct power_summary ps;
+    report_power_build(&c, &a->model, &ps);
+    c.power = &ps;
+    agent_energy_update(a->energy, a->prev, b);
+    a->self.samples++;
+
+    struct snapshot *s = xcalloc(1, sizeof(*s));
+    struct strbuf buf = {0};
+    self_update(a, now_monotonic_ns() - t0);
+    agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, false, &buf);
+    s->text = steal(&buf, &s->text_len);
+    agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, true, &buf);
+    s->openmetrics = steal(&buf, &s->openmetrics_len);
+    struct json j;
+    json_init(&j, false);
+    report_render_json(&c, &j);
+    s->status = steal(&j.out, &s->status_len);
+    json_free(&j);
+    s->refs = 1;
+
+    snapshot_unref(a->snap);
+    a->snap = s;
+    power_summary_free(&ps);
+    diags_free(&diags);
+    sample_free(a->prev);
+    a->prev = b;
+    a->self.sample_s = (double)(now_monotonic_ns() - t0) / 1e9;
+}
+
+static bool wants_openmetrics(struct MHD_Connection *conn)
+{
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    return accept && strstr(accept, "application/openmetrics-text");
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_snapshot(struct agent *a, struct MHD_Connection *conn,
+                                      const char *body, size_t len, const char *type)
+{
+    struct snapshot *s = a->snap;
+    s->refs++;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)body, response_done, s);
+    if (!r) {
+        snapshot_unref(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
+{
+    struct agent *a = cls;
+    (void)version;
+    (void)upload_data;
+
+    if (!streq(method, "GET") && !streq(method, "HEAD"))
+        return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+    if (*upload_size) /* a GET with a body: refuse it rather than buffer it */
+        return reply_text(conn, MHD_HTTP_BAD_REQUEST, "GET takes no body\n");
+    (void)con_cls;
+    if (streq(url, "/healthz"))
+        return reply_text(conn, a->snap ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                          a->snap ? "ok\n" : "no sample yet\n");
+    if (streq(url, "/"))
+        return reply_text(conn, MHD_HTTP_OK,
+                          "watt agent: /metrics (Prometheus text or OpenMetrics), /status "
+                          "(watt report --json), /healthz\n");
+    if (!streq(url, "/metrics") && !streq(url, "/status"))
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+    if (!a->snap)
+        return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no sample yet\n");
+    if (streq(url, "/status"))
+        return reply_snapshot(a, conn, a->snap->status, a->snap->status_len, CT_JSON);
+    a->self.scrapes++;
+    if (wants_openmetrics(conn))
+        return reply_snapshot(a, conn, a->snap->openmetrics, a->snap->openmetrics_len,
+                              CT_OPENMETRICS);
+    return reply_snapshot(a, conn, a->snap->text, a->snap->text_len, CT_TEXT);
+}
+
+static int load_model(struct agent *a)
+{
+    model_default(&a->model);
+    if (!a->cfg.model)
+        return 0;
+    if (!strchr(a->cfg.model, '/') && model_builtin(a->cfg.model, &a->model) == 0)
+        return 0;
+    _cleanup_free_ char *err = NULL;
+    if (model_load(a->cfg.model, &a->model, &err) < 0) {
+        fprintf(stderr, "watt agent: %s\n", err ? err : a->cfg.model);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int start_http(struct agent *a)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+
+    if (inet_pton(AF_INET, a->cfg.listen_host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons(a->cfg.port);
+        len = sizeof(*in4);
+    } else if (inet_pton(AF_INET6, a->cfg.listen_host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(a->cfg.port);
+        len = sizeof(*in6);
+        flags |= MHD_USE_IPv6;
+    } else {
+        fprintf(stderr, "watt agent: listen address '%s' is not an IPv4 or IPv6 address\n",
+                a->cfg.listen_host);
+        return -EINVAL;
+    }
+    (void)len;
+    a->mhd = MHD_start_daemon(flags, a->cfg.port, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR,
+                              &ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)a->cfg.timeout_s,
+                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)a->cfg.max_request_bytes,
+                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
+                              MHD_OPTION_END);
+    if (!a->mhd) {
+        fprintf(stderr, "watt agent: cannot listen on %s:%u (in use? permission?)\n",
+                a->cfg.listen_host, a->cfg.port);
+        return -EADDRINUSE;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = info->epoll_fd};
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, info->epoll_fd, &ev) < 0)
+        return -errno;
+    return 0;
+}
+
+static int arm_timer(struct agent *a)
+{
+    double s = a->cfg.interval_s;
+    struct itimerspec its = {
+        .it_interval = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)},
+        .it_value = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)},
+    };
+    if (timerfd_settime(a->tfd, 0, &its, NULL) < 0)
+        return -errno;
+    return 0;
+}
+
+static void apply_overrides(struct agent_config *c, const struct agent_config *o, unsigned mask)
+{
+    if (mask & AGENT_OVR_LISTEN) {
+        free(c->listen_host);
+        c->listen_host = xstrdup(o->listen_host);
+        c->port = o->port;
+    }
+    if (mask & AGENT_OVR_INTERVAL)
+        c->interval_s = o->interval_s;
+    if (mask & AGENT_OVR_ROOT) {
+        free(c->root);
+        c->root = o->root ? xstrdup(o->root) : NULL;
+    }
+}
+
+/* SIGHUP: re-read the config; a broken one leaves the running one as it
+ * is. Listen address and root need a restart (said so). */
+static void reload(struct agent *a)
+{
+    if (!a->config_path) {
+        fprintf(stderr, "watt agent: SIGHUP: no --config to reload\n");
+        return;
+    }
+    struct agent_config c;
+    agent_config_default(&c);
+    _cleanup_free_ char *err = NULL;
+    if (agent_config_load(a->config_path, &c, &err) < 0) {
+        fprintf(stderr, "watt agent: reload refused, keeping the running config: %s\n", err);
+        agent_config_free(&c);
+        return;
+    }
+    apply_overrides(&c, a->overrides, a->override_mask);
+    if (!streq(c.listen_host, a->cfg.listen_host) || c.port != a->cfg.port ||
+        !streq(c.root ? c.root : "", a->cfg.root ? a->cfg.root : ""))
+        fprintf(stderr, "watt agent: reload: listen and root changes need a restart\n");
+    a->cfg.interval_s = c.interval_s;
+    a->cfg.rapl = c.rapl;
+    a->cfg.pue = c.pue;
+    free(a->cfg.model);
+    a->cfg.model = c.model ? xstrdup(c.model) : NULL;
+    agent_config_free(&c);
+    if (load_model(a) < 0)
+        model_default(&a->model);
+    arm_timer(a);
+    fprintf(stderr, "watt agent: config reloaded from %s\n", a->config_path);
+}
+
+static void on_signal(struct agent *a)
+{
+    struct signalfd_siginfo si;
+    while (read(a->sfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGHUP)
+            reload(a);
+        else
+            a->stop = true;
+    }
+}
+
+static int open_fds(struct agent *a)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -errno;
+    sigdelset(&set, SIGPIPE); /* blocked only: MHD writes to closed sockets */
+    a->epfd = epoll_create1(EPOLL_CLOEXEC);
+    a->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (a->epfd < 0 || a->sfd < 0 || a->tfd < 0)
+        return -errno;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = a->sfd};
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sfd, &ev) < 0)
+        return -errno;
+    ev.data.fd = a->tfd;
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->tfd, &ev) < 0)
+        return -errno;
+    return arm_timer(a);
+}
+
+static void agent_close(struct agent *a)
+{
+    if (a->mhd)
+        MHD_stop_daemon(a->mhd);
+    snapshot_unref(a->snap);
+    sample_free(a->prev);
+    agent_energy_free(a->energy);
+    if (a->sense)
+        sense_close(a->sense);
+    if (a->h)
+        host_close(a->h);
+    if (a->epfd >= 0)
+        close(a->epfd);
+    if (a->sfd >= 0)
+        close(a->sfd);
+    if (a->tfd >= 0)
+        close(a->tfd);
+    agent_config_free(&a->cfg);
+}
+
+static void loop(struct agent *a)
+{
+    struct epoll_event evs[8];
+    while (!a->stop) {
+        MHD_UNSIGNED_LONG_LONG mhd_ms;
+        int timeout = -1;
+        if (MHD_get_timeout(a->mhd, &mhd_ms) == MHD_YES)
+            timeout = mhd_ms > 60000 ? 60000 : (int)mhd_ms;
+        int n = epoll_wait(a->epfd, evs, ARRAY_SIZE(evs), timeout);
+        if (n < 0 && errno != EINTR)
+            break;
+        bool http = n == 0; /* an MHD timeout expired */
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.fd == a->tfd) {
+                uint64_t ticks;
+                if (read(a->tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+                    take_sample(a);
+            } else if (evs[i].data.fd == a->sfd) {
+                on_signal(a);
+            } else {
+                http = true;
+            }
+        }
+        if (http)
+            MHD_run(a->mhd);
+    }
+}
+
+int agent_run(const struct agent_config *start, const char *config_path,
+              const struct agent_config *overrides, unsigned override_mask)
+{
+    struct agent a = {.epfd = -1,
+                      .sfd = -1,
+                      .tfd = -1,
+                      .config_path = config_path,
+                      .overrides = overrides,
+                      .override_mask = override_mask};
+    a.cfg = *start;
+    a.cfg.listen_host = xstrdup(start->listen_host);
+    a.cfg.root = start->root ? xstrdup(start->root) : NULL;
+    a.cfg.model = start->model ? xstrdup(start->model) : NULL;
+    a.self.start_time_s = (double)now_realtime_ns() / 1e9;
+
+    int r = load_model(&a);
+    if (r >= 0 && (r = host_open(a.cfg.root, &a.h)) < 0)
+        fprintf(stderr, "watt agent: cannot open root %s: %s\n", a.cfg.root ? a.cfg.root : "/",
+                strerror(-r));
+    if (r >= 0 && (r = sense_open(a.h, &a.sense)) < 0)
+        fprintf(stderr, "watt agent: cannot start sampling: %s\n", strerror(-r));
+    if (r >= 0)
+        r = agent_energy_new(&a.energy);
+    if (r >= 0 && (r = open_fds(&a)) < 0)
+        fprintf(stderr, "watt agent: %s\n", strerror(-r));
+    if (r >= 0)
+        r = start_http(&a);
+    if (r < 0) {
+        agent_close(&a);
+        return r;
+    }
+    take_sample(&a); /* serve something from the first second */
+    fprintf(stderr, "watt agent: listening on http://%s:%u/metrics, sampling every %g s\n",
+            a.cfg.listen_host, a.cfg.port, a.cfg.interval_s);
+    loop(&a);
+    agent_close(&a);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* `watt agent`: one thread, one epoll loop. A timerfd takes a sample every
+ * interval and renders an immutable snapshot (metrics in both formats, the
+ * status JSON); libmicrohttpd, driven from the same loop (external epoll
+ * mode, no thread per connection), only copies the latest snapshot out. A
+ * signalfd turns SIGTERM/SIGINT into a clean exit and SIGHUP into a config
+ * reload that keeps the old config when the new one is broken. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/metrics.h"
+
+#define AGENT_DEFAULT_PORT 9723 /* watt's default, documented in the README */
+
+struct agent_config {
+    char *listen_host; /* "127.0.0.1" by default: never more than asked */
+    uint16_t port;
+    double interval_s;          /* sampling, default 1 */
+    char *root;                 /* NULL: the running kernel */
+    enum agent_rapl_mode rapl;  /* exact by default */
+    double pue;                 /* facility = IT x PUE, default 1.5 */
+    char *model;                /* power model name or file, NULL: default */
+    unsigned max_connections;   /* default 32 */
+    unsigned timeout_s;         /* idle connection timeout, default 10 */
+    unsigned max_request_bytes; /* per connection memory, default 16 KiB */
+};
+
+void agent_config_default(struct agent_config *c);
+void agent_config_free(struct agent_config *c);
+/* Parse "HOST:PORT" (or ":PORT", "PORT"); -EINVAL on garbage. */
+int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
+/* Read an INI file over the defaults in *C: [agent] listen, interval, root,
+ * rapl_energy (exact|coarse|off), pue, model, max_connections, timeout,
+ * max_request_bytes. On error *C is unchanged and ret_err names file and
+ * line. Pure text parser below for fuzzing. */
+int agent_config_load(const char *path, struct agent_config *c, char **ret_err);
+int agent_config_parse(const char *text, const char *origin, struct agent_config *c,
+                       char **ret_err);
+
+/* Run until SIGTERM/SIGINT. CONFIG_PATH (may be NULL) is re-read on
+ * SIGHUP; OVERRIDES are re-applied over it (the command line wins).
+ * Returns 0 on a clean exit, < 0 when it could not start. */
+int agent_run(const struct agent_config *start, const char *config_path,
+              const struct agent_config *overrides, unsigned override_mask);
+
+enum {
+    AGENT_OVR_LISTEN = 1 << 0,
+    AGENT_OVR_INTERVAL = 1 << 1,
+    AGENT_OVR_ROOT = 1 << 2,
+};

@@ -1,0 +1,196 @@
+/* The agent's INI configuration (inih). */
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "base/util.h"
+
+void agent_config_default(struct agent_config *c)
+{
+    *c = (struct agent_config){
+        .listen_host = xstrdup("127.0.0.1"),
+        .port = AGENT_DEFAULT_PORT,
+        .interval_s = 1,
+        .rapl = AGENT_RAPL_EXACT,
+        .pue = 1.5,
+        .max_connections = 32,
+        .timeout_s = 10,
+        .max_request_bytes = 16384,
+    };
+}
+
+void agent_config_free(struct agent_config *c)
+{
+    free(c->listen_host);
+    free(c->root);
+    free(c->model);
+    c->listen_host = c->root = c->model = NULL;
+}
+
+int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port)
+{
+    const char *colon = strrchr(s, ':');
+    const char *port = colon ? colon + 1 : s;
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(port, &end, 10);
+    if (errno || end == port || *end || p == 0 || p > 65535)
+        return -EINVAL;
+    char *host;
+    if (colon && colon > s) {
+        const char *h = s, *he = colon;
+        if (*h == '[' && he[-1] == ']') { /* [::1]:9723 */
+            h++;
+            he--;
+        }
+        host = strndup(h, (size_t)(he - h));
+    } else {
+        host = xstrdup("127.0.0.1");
+    }
+    if (!host || !*host) {
+        free(host);
+        return -EINVAL;
+    }
+    *ret_host = host;
+    *ret_port = (uint16_t)p;
+    return 0;
+}
+
+struct parse {
+    struct agent_config c;
+    const char *origin;
+    char *err;
+};
+
+static bool num(const char *v, double min, double max, double *ret)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(d) || d < min || d > max)
+        return false;
+    *ret = d;
+    return true;
+}
+
+/* inih reports the line a handler refuses; messages get "FILE:LINE: "
+ * prepended by agent_config_parse(). */
+static int on_entry(void *user, const char *section, const char *key, const char *value)
+{
+    struct parse *p = user;
+    double d;
+
+    if (p->err)
+        return 0;
+    if (!streq(section, "agent")) {
+        p->err = *section ? xasprintf("unknown section [%s] (want [agent])", section)
+                          : xasprintf("'%s' outside [agent]", key);
+        return 0;
+    }
+    if (streq(key, "listen")) {
+        char *host;
+        uint16_t port;
+        if (agent_parse_listen(value, &host, &port) < 0) {
+            p->err = xasprintf("listen '%s': want HOST:PORT (port 1..65535)", value);
+            return 0;
+        }
+        free(p->c.listen_host);
+        p->c.listen_host = host;
+        p->c.port = port;
+    } else if (streq(key, "interval")) {
+        if (!num(value, 0.1, 3600, &d))
+            goto bad_range;
+        p->c.interval_s = d;
+    } else if (streq(key, "root")) {
+        free(p->c.root);
+        p->c.root = *value ? xstrdup(value) : NULL;
+    } else if (streq(key, "rapl_energy")) {
+        if (streq(value, "exact"))
+            p->c.rapl = AGENT_RAPL_EXACT;
+        else if (streq(value, "coarse"))
+            p->c.rapl = AGENT_RAPL_COARSE;
+        else if (streq(value, "off"))
+            p->c.rapl = AGENT_RAPL_OFF;
+        else {
+            p->err = xasprintf("rapl_energy '%s': want exact, coarse or off", value);
+            return 0;
+        }
+    } else if (streq(key, "pue")) {
+        if (!num(value, 1, 10, &d))
+            goto bad_range;
+        p->c.pue = d;
+    } else if (streq(key, "model")) {
+        free(p->c.model);
+        p->c.model = *value ? xstrdup(value) : NULL;
+    } else if (streq(key, "max_connections")) {
+        if (!num(value, 1, 4096, &d) || d != floor(d))
+            goto bad_range;
+        p->c.max_connections = (unsigned)d;
+    } else if (streq(key, "timeout")) {
+        if (!num(value, 1, 3600, &d) || d != floor(d))
+            goto bad_range;
+        p->c.timeout_s = (unsigned)d;
+    } else if (streq(key, "max_request_bytes")) {
+        if (!num(value, 2048, 1 << 20, &d) || d != floor(d))
+            goto bad_range;
+        p->c.max_request_bytes = (unsigned)d;
+    } else {
+        p->err = xasprintf("unknown key '%s' in [agent]", key);
+        return 0;
+    }
+    return 1;
+bad_range:
+    p->err = xasprintf("%s '%s' is not a number in range (see docs/agent.md)", key, value);
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+int agent_config_parse(const char *text, const char *origin, struct agent_config *c, char **ret_err)
+{
+    struct parse p = {.c = *c, .origin = origin};
+    /* work on a deep copy so that *c stays as it was on any error */
+    p.c.listen_host = dup_or_null(c->listen_host);
+    p.c.root = dup_or_null(c->root);
+    p.c.model = dup_or_null(c->model);
+    int r = ini_parse_string(text, on_entry, &p);
+    if (!p.err && r > 0)
+        p.err = xstrdup("not INI (want key = value lines under [agent])");
+    if (p.err) {
+        agent_config_free(&p.c);
+        *ret_err = xasprintf("%s:%d: %s", origin, r, p.err);
+        free(p.err);
+        return -EINVAL;
+    }
+    agent_config_free(c);
+    *c = p.c;
+    return 0;
+}
+
+int agent_config_load(const char *path, struct agent_config *c, char **ret_err)
+{
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f) {
+        *ret_err = xasprintf("%s: %s", path, strerror(errno));
+        return -errno;
+    }
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    if (!feof(f)) {
+        *ret_err = xasprintf("%s: longer than 64 KiB: not a config file", path);
+        return -EFBIG;
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        *ret_err = xasprintf("%s: contains a NUL byte", path);
+        return -EINVAL;
+    }
+    return agent_config_parse(buf, path, c, ret_err);
+}

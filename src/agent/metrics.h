@@ -1,0 +1,54 @@
+/* The agent's metrics: Prometheus text format 0.0.4 and OpenMetrics 1.0,
+ * rendered once per sample from two samples (the previous and the new) into
+ * an immutable buffer that scrapes only copy.
+ *
+ * Every metric has the watt_ prefix, its unit in the name (_joules_total,
+ * _watts, _seconds_total, _hertz, _ratio), HELP and TYPE lines. Values that
+ * could not be read are left out (the series disappears), never guessed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "cli/report.h"
+#include "sense/sample.h"
+
+enum agent_rapl_mode {
+    AGENT_RAPL_EXACT,  /* energy counters as read */
+    AGENT_RAPL_COARSE, /* rounded down to whole kilojoules: RAPL energy is a
+                        * side channel (CVE-2020-8694) */
+    AGENT_RAPL_OFF,    /* no RAPL energy or power series at all */
+};
+
+/* The agent about itself. */
+struct agent_self {
+    double cpu_s;        /* user + system CPU seconds since start */
+    uint64_t wakeups;    /* voluntary + involuntary context switches */
+    uint64_t rss_bytes;  /* resident set */
+    double sample_s;     /* how long the last sample took */
+    uint64_t samples;    /* samples taken */
+    uint64_t scrapes;    /* /metrics requests served */
+    double start_time_s; /* realtime of the agent's start */
+};
+
+/* Monotonic energy totals per (source, domain), corrected for hardware
+ * counter wraps: each counter's delta between two samples is taken modulo
+ * its range (RAPL max_energy_range_uj; 2^32 or 2^64 where no range is
+ * known), so a total never decreases while the counter wraps. A counter
+ * that vanishes keeps its total and stops being exported; one that appears
+ * starts at its first reading's delta of 0. */
+struct agent_energy;
+
+int agent_energy_new(struct agent_energy **ret);
+void agent_energy_free(struct agent_energy *e);
+/* Fold sample B (A: the previous sample, NULL for the first) into E. */
+void agent_energy_update(struct agent_energy *e, const struct sample *a, const struct sample *b);
+
+/* Render every metric family for one snapshot: C (a = previous sample or
+ * NULL, b/cur = this one, power summary), E, SELF; PUE multiplies the IT
+ * power into the facility power; OPENMETRICS picks the format (and ends it
+ * with "# EOF"). Appends to OUT. */
+void agent_metrics_render(const struct report_ctx *c, const struct agent_energy *e,
+                          const struct agent_self *self, enum agent_rapl_mode rapl, double pue,
+                          bool openmetrics, struct strbuf *out);

@@ -1,0 +1,116 @@
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cmocka.h needs stdarg, stddef, stdint and setjmp first */
+#include <cmocka.h>
+
+#include "agent/agent.h"
+
+static void test_defaults(void **state)
+{
+    struct agent_config c;
+    (void)state;
+    agent_config_default(&c);
+    /* local only unless asked */
+    assert_string_equal(c.listen_host, "127.0.0.1");
+    assert_int_equal(c.port, AGENT_DEFAULT_PORT);
+    assert_true(c.interval_s == 1);
+    assert_int_equal(c.rapl, AGENT_RAPL_EXACT);
+    agent_config_free(&c);
+}
+
+static void test_parse_good(void **state)
+{
+    struct agent_config c;
+    char *err = NULL;
+    (void)state;
+    agent_config_default(&c);
+    assert_int_equal(agent_config_parse("[agent]\nlisten = 0.0.0.0:9999\ninterval = 0.5\n"
+                                        "rapl_energy = coarse\npue = 1.2\nroot = /tmp/r\n"
+                                        "max_connections = 8\ntimeout = 3\n",
+                                        "a.ini", &c, &err),
+                     0);
+    assert_string_equal(c.listen_host, "0.0.0.0");
+    assert_int_equal(c.port, 9999);
+    assert_true(c.interval_s == 0.5);
+    assert_int_equal(c.rapl, AGENT_RAPL_COARSE);
+    assert_true(c.pue == 1.2);
+    assert_string_equal(c.root, "/tmp/r");
+    assert_int_equal(c.max_connections, 8);
+    assert_int_equal(c.timeout_s, 3);
+    agent_config_free(&c);
+}
+
+/* Each bad file: -EINVAL, "a.ini:LINE:" in the message, config untouched. */
+static void test_parse_bad(void **state)
+{
+    static const struct {
+        const char *text;
+        int line;
+    } bad[] = {
+        {"[agent]\nbogus = 1\n", 2},
+        {"[agent]\ninterval = 0\n", 2},
+        {"[agent]\ninterval = fast\n", 2},
+        {"[agent]\n\nlisten = 127.0.0.1:0\n", 3},
+        {"[agent]\nlisten = nowhere\n", 2},
+        {"[agent]\nrapl_energy = some\n", 2},
+        {"[agent]\npue = 0.5\n", 2},
+        {"[agent]\nmax_connections = 1.5\n", 2},
+        {"[other]\nx = 1\n", 2},
+        {"interval = 1\n", 1},
+        {"[agent\n", 1},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct agent_config c;
+        char *err = NULL, want[32];
+        agent_config_default(&c);
+        assert_int_equal(agent_config_parse(bad[i].text, "a.ini", &c, &err), -EINVAL);
+        snprintf(want, sizeof(want), "a.ini:%d:", bad[i].line);
+        if (!err || strncmp(err, want, strlen(want)) != 0)
+            fail_msg("'%s': error '%s', want it to start with '%s'", bad[i].text,
+                     err ? err : "(none)", want);
+        assert_int_equal(c.port, AGENT_DEFAULT_PORT); /* untouched */
+        assert_true(c.interval_s == 1);
+        free(err);
+        agent_config_free(&c);
+    }
+}
+
+static void test_listen(void **state)
+{
+    char *host = NULL;
+    uint16_t port = 0;
+    (void)state;
+    assert_int_equal(agent_parse_listen("127.0.0.1:9100", &host, &port), 0);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 9100);
+    free(host);
+    assert_int_equal(agent_parse_listen("[::1]:9723", &host, &port), 0);
+    assert_string_equal(host, "::1");
+    free(host);
+    assert_int_equal(agent_parse_listen("9724", &host, &port), 0);
+    assert_string_equal(host, "127.0.0.1"); /* a bare port stays local */
+    assert_int_equal(port, 9724);
+    free(host);
+    assert_int_equal(agent_parse_listen("127.0.0.1:70000", &host, &port), -EINVAL);
+    assert_int_equal(agent_parse_listen("127.0.0.1:", &host, &port), -EINVAL);
+    assert_int_equal(agent_parse_listen(":x", &host, &port), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_listen),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
