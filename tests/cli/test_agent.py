@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""watt agent end to end, on 127.0.0.1 only.
+
+Starts the agent on a copy of node_exporter's fixture root and checks:
+the exposition formats (Prometheus text 0.0.4 and OpenMetrics), /status and
+/healthz; energy counters that stay monotonic while the fixture's RAPL
+counter wraps; values equal to prometheus-node-exporter's on the same root
+(when installed); hostile HTTP (over-long request line, thousands of
+headers, bad methods, a slow client, a client that never reads) while
+another client keeps being served; a broken config refused with file and
+line, a broken config on SIGHUP keeping the old one; SIGTERM exiting 0;
+bounded memory. Prints one line per check, exits 1 on any failure.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+WATT = os.environ.get("WATT") or (sys.argv[1] if len(sys.argv) > 1 else "build/watt")
+FIXTURES = os.environ.get("WATT_FIXTURES", "build/tests/fixtures")
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+SAMPLE = re.compile(r"^(" + NAME + r")(\{.*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$")
+from checks import check, free_port, stop, summary  # noqa: E402
+
+
+def get(port, path, accept=None, timeout=5):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if accept:
+        req.add_header("Accept", accept)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+
+def start(root, port, extra=(), interval="0.2"):
+    p = subprocess.Popen([WATT, "agent", "--root", root, "--listen", f"127.0.0.1:{port}",
+                          "--interval", interval, *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(100):
+        try:
+            if get(port, "/healthz", timeout=1)[0] == 200:
+                return p
+        except OSError:
+            pass
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    return p
+
+
+def parse_text(body, openmetrics=False):
+    """Validate the exposition format; return {series: value} and problems."""
+    series, problems, typed, helped = {}, [], {}, set()
+    lines = body.split("\n")
+    if openmetrics:
+        if lines[-1] != "" or lines[-2] != "# EOF":
+            problems.append("OpenMetrics does not end with '# EOF'")
+        lines = lines[:-2]
+    elif lines[-1] != "":
+        problems.append("no final newline")
+    for ln in lines:
+        if not ln:
+            continue
+        if ln.startswith("#"):
+            parts = ln.split(" ", 3)
+            if parts[1] == "TYPE":
+                typed[parts[2]] = parts[3]
+            elif parts[1] == "HELP":
+                helped.add(parts[2])
+            elif parts[1] != "UNIT":
+                problems.append(f"bad comment: {ln[:80]}")
+            continue
+        m = SAMPLE.match(ln)
+        if not m:
+            problems.append(f"bad sample line: {ln[:100]}")
+            continue
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        family = name
+        for suffix in ("_total", "_created", "_bucket", "_sum", "_count", "_info"):
+            if family not in typed and family.endswith(suffix):
+                family = family[: -len(suffix)]
+        if family not in typed and name not in typed:
+            problems.append(f"{name} has no TYPE line before it")
+        if (family not in helped) and (name not in helped):
+            problems.append(f"{name} has no HELP line")
+        key = name + labels
+        if key in series:
+            problems.append(f"duplicate series {key}")
+        series[key] = float(value)
+    return series, problems
+
+
+def energy(series):
+    return {k: v for k, v in series.items() if k.startswith("watt_energy_joules_total")}
+
+
+def scrape(port):
+    status, ctype, body = get(port, "/metrics")
+    series, problems = parse_text(body)
+    return status, ctype, series, problems
+
+
+def test_formats(port):
+    status, ctype, series, problems = scrape(port)
+    check(status == 200 and ctype.startswith("text/plain; version=0.0.4"),
+          f"/metrics: 200 text 0.0.4 ({status}, {ctype})")
+    check(not problems, "/metrics parses: " + "; ".join(problems[:3]))
+    check(len(series) > 20, f"/metrics has {len(series)} series")
+    e = energy(series)
+    pkg = [v for k, v in e.items() if 'domain="package-0"' in k]
+    check(pkg and abs(pkg[0] - 240422.366267) < 1e-6,
+          f"RAPL package-0 joules as node_exporter's fixture: {pkg}")
+    for name in ("watt_cpu_seconds_total", "watt_agent_cpu_seconds_total",
+                 "watt_agent_resident_memory_bytes", "watt_build_info"):
+        check(any(k.startswith(name) for k in series), f"series {name} present")
+    status, ctype, body = get(port, "/metrics", accept="application/openmetrics-text")
+    om, problems = parse_text(body, openmetrics=True)
+    check(status == 200 and ctype.startswith("application/openmetrics-text"),
+          f"/metrics as OpenMetrics ({ctype})")
+    check(not problems and len(om) >= len(series) * 0.9, "OpenMetrics parses: "
+          + "; ".join(problems[:3]))
+    status, ctype, body = get(port, "/status")
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    check(status == 200 and isinstance(doc, dict) and "power" in doc,
+          "/status is watt report --json")
+    check(get(port, "/healthz")[0] == 200, "/healthz 200")
+    check(get(port, "/nope")[0] == 404, "unknown path 404")
+
+
+def raw(port, data, wait=2.0):
+    """Send raw bytes; return what came back before close or timeout."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            return b""
+        out = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+                if len(out) > 1 << 20:
+                    break
+        except OSError:
+            pass
+        return out
+
+
+def status_of(reply):
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", reply)
+    return int(m.group(1)) if m else None
+
+
+def test_hostile(port):
+    r = raw(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+    check(status_of(r) == 405, f"POST answered 405 ({status_of(r)})")
+    r = raw(port, b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(status_of(r) in (None, 400, 414, 431), f"100 kB request line: 4xx or closed "
+          f"({status_of(r)})")
+    hdrs = b"".join(b"X-%d: y\r\n" % i for i in range(5000))
+    r = raw(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + hdrs + b"\r\n")
+    check(status_of(r) in (None, 400, 413, 431), f"5000 headers: 4xx or closed "
+          f"({status_of(r)})")
+    r = raw(port, b"BREW /metrics HTCPCP/1.0\r\n\r\n")
+    check(status_of(r) in (None, 400, 405, 501, 505), f"garbage method: 4xx/5xx or closed "
+          f"({status_of(r)})")
+    # a slow client and clients that never read, while another is served
+    slow = socket.create_connection(("127.0.0.1", port))
+    stuck = []
+    for _ in range(8):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 20)
+        stuck.append(s)
+    served = 0
+    for i, ch in enumerate(b"GET /metrics HTTP/1.1\r\n"):
+        slow.send(bytes([ch]))
+        if i % 4 == 0 and get(port, "/healthz", timeout=2)[0] == 200:
+            served += 1
+        time.sleep(0.1)
+    check(served >= 5, f"served others while a client trickled and 8 never read ({served})")
+    for s in stuck + [slow]:
+        s.close()
+    status, _, series, problems = scrape(port)
+    rss = [v for k, v in series.items() if k.startswith("watt_agent_resident_memory_bytes")]
+    check(status == 200 and rss and rss[0] < 32 << 20,
+          f"still serving, RSS {rss[0] / 1048576 if rss else '?':.1f} MiB < 32")
+
+
+def powercap_file(root, name):
+    base = os.path.join(root, "sys", "class", "powercap", "intel-rapl:0")
+    return os.path.join(base, name)
+
+
+def test_wrap(port, root):
+    path = powercap_file(root, "energy_uj")
+    with open(powercap_file(root, "max_energy_range_uj")) as f:
+        top = int(f.read())
+    totals = []
+    for raw_uj in (top - 3_000_000, top - 1_000_000, 2_000_000, 5_000_000):
+        with open(path + ".new", "w") as f:
+            f.write(f"{raw_uj}\n")
+        os.replace(path + ".new", path)
+        time.sleep(0.6)
+        _, _, series, _ = scrape(port)
+        pkg = [v for k, v in energy(series).items() if 'domain="package-0"' in k]
+        totals.append(pkg[0] if pkg else None)
+    ok = all(t is not None for t in totals) and all(b >= a for a, b in zip(totals, totals[1:]))
+    check(ok, f"package-0 joules never decrease across the wrap: {totals}")
+    if ok:
+        check(abs((totals[2] - totals[1]) - 3.0) < 0.5,
+              f"the wrap adds 3 J (1 J to the top, 2 J after): {totals[2] - totals[1]:.3f}")
+
+
+def test_node_exporter(root, port):
+    ne = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+    if not ne:
+        print("skip node_exporter comparison: prometheus-node-exporter not installed")
+        return
+    nport = free_port()
+    p = subprocess.Popen([ne, f"--web.listen-address=127.0.0.1:{nport}",
+                          f"--path.sysfs={root}/sys", f"--path.procfs={root}/proc",
+                          "--collector.disable-defaults", "--collector.rapl",
+                          "--collector.cpu", "--collector.cpufreq"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body = None
+        for _ in range(50):
+            try:
+                body = get(nport, "/metrics", timeout=1)[2]
+                break
+            except OSError:
+                time.sleep(0.1)
+        check(body is not None, "prometheus-node-exporter answers on the fixture root")
+        if body is None:
+            return
+        theirs, _ = parse_text(body)
+        _, _, ours, _ = scrape(port)
+        pairs = 0
+        bad = []
+        for k, v in theirs.items():
+            m = re.match(r'node_cpu_seconds_total\{cpu="(\d+)",mode="(\w+)"\}', k)
+            if m:
+                mine = ours.get(f'watt_cpu_seconds_total{{cpu="{m.group(1)}",mode="{m.group(2)}"}}')
+                if mine is not None:
+                    pairs += 1
+                    if abs(mine - v) > 1e-6 * max(1, abs(v)):
+                        bad.append((k, v, mine))
+            m = re.match(r'node_rapl_(\w+)_joules_total\{index="(\d+)",path="[^"]*"\}', k)
+            if m:
+                dom = m.group(1).replace("package", "package-")
+                cands = [x for kk, x in energy(ours).items() if f'domain="{dom}' in kk]
+                if cands:
+                    pairs += 1
+                    if abs(cands[0] - v) > 1e-6:
+                        bad.append((k, v, cands[0]))
+        check(pairs >= 10 and not bad,
+              f"{pairs} values equal to node_exporter's on the same root; different: {bad[:3]}")
+    finally:
+        stop(p)
+
+
+def test_config(root):
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "bad.ini")
+        with open(bad, "w") as f:
+            f.write("[agent]\ninterval = 1\nbogus = 2\n")
+        r = subprocess.run([WATT, "agent", "--config", bad, "--root", root], capture_output=True,
+                           text=True, timeout=10)
+        check(r.returncode != 0 and f"{bad}:3" in r.stderr,
+              f"broken config refused naming file:line ({r.stderr.strip()[:100]})")
+        good = os.path.join(d, "good.ini")
+        port = free_port()
+        with open(good, "w") as f:
+            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\ninterval = 0.5\nroot = {root}\n")
+        p = subprocess.Popen([WATT, "agent", "--config", good], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        for _ in range(100):
+            try:
+                if get(port, "/healthz", timeout=1)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        with open(good, "w") as f:
+            f.write("[agent]\ninterval = fast\n")
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        alive = p.poll() is None and get(port, "/healthz")[0] == 200
+        rc = stop(p)
+        err = p.stderr.read()
+        check(alive and "reload refused" in err and f"{good}:2" in err,
+              "a broken config on SIGHUP keeps the running one (and says where)")
+        check(rc == 0, f"SIGTERM exits 0 ({rc})")
+
+
+def main():
+    src = os.path.join(FIXTURES, "node_exporter")
+    if not os.path.isdir(src):
+        print(f"FAIL no fixture {src}")
+        return 1
+    with tempfile.TemporaryDirectory() as d:
+        root = os.path.join(d, "root")
+        shutil.copytree(src, root, symlinks=True)
+        port = free_port()
+        p = start(root, port)
+        try:
+            check(p.poll() is None, "agent started on the fixture root")
+            if p.poll() is None:
+                test_formats(port)
+                test_node_exporter(root, port)
+                test_hostile(port)
+                test_wrap(port, root)
+        finally:
+            rc = stop(p)
+            check(rc == 0, f"agent exits 0 on SIGTERM ({rc})")
+            err = p.stderr.read()
+            san = [ln for ln in err.splitlines() if "Sanitizer" in ln or "runtime error" in ln]
+            check(not san, "no sanitizer report: " + "; ".join(san[:2]))
+        test_config(root)
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
