@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev)
 if [ "${1:-}" = "--test" ]; then
     # prometheus: the agent's end-to-end test scrapes it with a real server
-    pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter)
+    pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -391,7 +391,6 @@ static void loop(struct agent *a)
         int n = epoll_wait(a->epfd, evs, ARRAY_SIZE(evs), timeout);
         if (n < 0 && errno != EINTR)
             break;
-        bool http = n == 0; /* an MHD timeout expired */
         for (int i = 0; i < n; i++) {
             if (evs[i].data.fd == a->tfd) {
                 uint64_t ticks;
@@ -399,12 +398,12 @@ static void loop(struct agent *a)
                     take_sample(a);
             } else if (evs[i].data.fd == a->sfd) {
                 on_signal(a);
-            } else {
-                http = true;
             }
         }
-        if (http)
-            MHD_run(a->mhd);
+        /* Every wake-up, not only the server's own: after it hit the
+         * connection limit MHD stops watching its listening socket and
+         * takes it back only inside MHD_run(). Costs nothing when idle. */
+        MHD_run(a->mhd);
     }
 }
 

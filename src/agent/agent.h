@@ -21,7 +21,7 @@ struct agent_config {
     enum agent_rapl_mode rapl;  /* exact by default */
     double pue;                 /* facility = IT x PUE, default 1.5 */
     char *model;                /* power model name or file, NULL: default */
-    unsigned max_connections;   /* default 32 */
+    unsigned max_connections;   /* default 128 */
     unsigned timeout_s;         /* idle connection timeout, default 10 */
     unsigned max_request_bytes; /* per connection memory, default 16 KiB */
 };

@@ -17,7 +17,7 @@ void agent_config_default(struct agent_config *c)
         .interval_s = 1,
         .rapl = AGENT_RAPL_EXACT,
         .pue = 1.5,
-        .max_connections = 32,
+        .max_connections = 128,
         .timeout_s = 10,
         .max_request_bytes = 16384,
     };

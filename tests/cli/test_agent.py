@@ -196,10 +196,58 @@ def test_hostile(port):
     check(served >= 5, f"served others while a client trickled and 8 never read ({served})")
     for s in stuck + [slow]:
         s.close()
+    # more connections than the limit (128): refused or dropped, and the
+    # agent takes new ones again as soon as they are gone
+    flood = []
+    for _ in range(300):
+        try:
+            flood.append(socket.create_connection(("127.0.0.1", port), timeout=1))
+        except OSError:
+            break
+    for s in flood:
+        s.close()
+    back = None
+    t0 = time.time()
+    while time.time() - t0 < 3:
+        try:
+            if get(port, "/healthz", timeout=1)[0] == 200:
+                back = time.time() - t0
+                break
+        except OSError:
+            time.sleep(0.1)
+    check(back is not None, f"serving again after {len(flood)} idle connections "
+          f"({'%.2f s' % back if back is not None else 'not within 3 s'})")
     status, _, series, problems = scrape(port)
     rss = [v for k, v in series.items() if k.startswith("watt_agent_resident_memory_bytes")]
     check(status == 200 and rss and rss[0] < 32 << 20,
           f"still serving, RSS {rss[0] / 1048576 if rss else '?':.1f} MiB < 32")
+
+
+def test_load(port):
+    """wrk, 64 connections for 10 s: no errors, flat memory, p99 reported."""
+    wrk = shutil.which("wrk")
+    if not wrk:
+        print("skip load: wrk is not installed (tools/setup.sh --test installs it)")
+        return
+    def rss():
+        _, _, series, _ = scrape(port)
+        v = [x for k, x in series.items() if k.startswith("watt_agent_resident_memory_bytes")]
+        return v[0] if v else None
+    before = rss()
+    r = subprocess.run([wrk, "-t2", "-c64", "-d10s", "--latency",
+                        f"http://127.0.0.1:{port}/metrics"], capture_output=True, text=True,
+                       timeout=60)
+    time.sleep(1.2)  # the next sample reports the RSS after the load
+    after = rss()
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+    p99 = re.search(r"99%\s+(\S+)", r.stdout)
+    errors = re.search(r"(Non-2xx or 3xx responses|Socket errors): .*", r.stdout)
+    print(f"     load: {rps.group(1) if rps else '?'} req/s, p99 {p99.group(1) if p99 else '?'}")
+    check(r.returncode == 0 and rps and not errors,
+          f"wrk -c64 -d10s: no errors ({errors.group(0) if errors else 'none'})")
+    check(before and after and after - before < 2 << 20,
+          f"RSS flat under load: {before / 1048576 if before else 0:.1f} -> "
+          f"{after / 1048576 if after else 0:.1f} MiB")
 
 
 def powercap_file(root, name):
@@ -324,6 +372,7 @@ def main():
                 test_formats(port)
                 test_node_exporter(root, port)
                 test_hostile(port)
+                test_load(port)
                 test_wrap(port, root)
         finally:
             rc = stop(p)
