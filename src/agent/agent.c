@@ -4,6 +4,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +53,24 @@ struct agent {
     int epfd, tfd, sfd;
     bool stop;
 };
+
+/* systemd's readiness protocol (sd_notify(3)) without libsystemd: one
+ * datagram to $NOTIFY_SOCKET. Nothing happens outside systemd. */
+static void notify(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= 108)
+        return;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, path, strlen(path));
+    if (sa.sun_path[0] == '@')
+        sa.sun_path[0] = '\0'; /* abstract namespace */
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+    (void)sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
+}
 
 static void snapshot_unref(struct snapshot *s)
 {
@@ -294,7 +314,7 @@ static void apply_overrides(struct agent_config *c, const struct agent_config *o
 
 /* SIGHUP: re-read the config; a broken one leaves the running one as it
  * is. Listen address and root need a restart (said so). */
-static void reload(struct agent *a)
+static void reload_config(struct agent *a)
 {
     if (!a->config_path) {
         fprintf(stderr, "watt agent: SIGHUP: no --config to reload\n");
@@ -322,6 +342,13 @@ static void reload(struct agent *a)
         model_default(&a->model);
     arm_timer(a);
     fprintf(stderr, "watt agent: config reloaded from %s\n", a->config_path);
+}
+
+static void reload(struct agent *a)
+{
+    notify("RELOADING=1");
+    reload_config(a);
+    notify("READY=1");
 }
 
 static void on_signal(struct agent *a)
@@ -441,7 +468,9 @@ int agent_run(const struct agent_config *start, const char *config_path,
     take_sample(&a); /* serve something from the first second */
     fprintf(stderr, "watt agent: listening on http://%s:%u/metrics, sampling every %g s\n",
             a.cfg.listen_host, a.cfg.port, a.cfg.interval_s);
+    notify("READY=1\nSTATUS=serving /metrics");
     loop(&a);
+    notify("STOPPING=1");
     agent_close(&a);
     return 0;
 }

@@ -250,6 +250,47 @@ def test_load(port):
           f"{after / 1048576 if after else 0:.1f} MiB")
 
 
+def test_notify(root):
+    """Type=notify: READY=1 once serving, RELOADING=1/READY=1, STOPPING=1."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "notify")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.bind(path)
+            s.settimeout(5)
+            p = subprocess.Popen([WATT, "agent", "--root", root, "--listen",
+                                  f"127.0.0.1:{free_port()}"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, env=dict(os.environ, NOTIFY_SOCKET=path))
+            got = []
+            try:
+                got.append(s.recv(256))
+                p.send_signal(signal.SIGHUP)
+                got += [s.recv(256), s.recv(256)]
+                p.send_signal(signal.SIGTERM)
+                got.append(s.recv(256))
+            except OSError:
+                pass
+            stop(p)
+    check([g.split(b"\n")[0] for g in got] == [b"READY=1", b"RELOADING=1", b"READY=1",
+                                               b"STOPPING=1"],
+          f"sd_notify: {got}")
+
+
+def test_vanish(port, root):
+    """A CPU's cpufreq directory disappears (offline): its series go, the rest stay."""
+    _, _, before, _ = scrape(port)
+    gone = os.path.join(root, "sys/devices/system/cpu/cpu1/cpufreq")
+    if not os.path.isdir(gone) or os.path.islink(gone):
+        gone = os.path.realpath(gone)
+    shutil.rmtree(gone, ignore_errors=True)
+    time.sleep(0.6)
+    status, _, after, problems = scrape(port)
+    had = any(k.startswith('watt_cpu_frequency_hertz{cpu="1"') for k in before)
+    has = any(k.startswith('watt_cpu_frequency_hertz{cpu="1"') for k in after)
+    others = any(k.startswith('watt_cpu_frequency_hertz{cpu="0"') for k in after)
+    check(status == 200 and not problems and had and not has and others,
+          f"cpu1's cpufreq vanished: its series went ({had} -> {has}), cpu0's stayed")
+
+
 def powercap_file(root, name):
     base = os.path.join(root, "sys", "class", "powercap", "intel-rapl:0")
     return os.path.join(base, name)
@@ -374,6 +415,7 @@ def main():
                 test_hostile(port)
                 test_load(port)
                 test_wrap(port, root)
+                test_vanish(port, root)
         finally:
             rc = stop(p)
             check(rc == 0, f"agent exits 0 on SIGTERM ({rc})")
@@ -381,6 +423,7 @@ def main():
             san = [ln for ln in err.splitlines() if "Sanitizer" in ln or "runtime error" in ln]
             check(not san, "no sanitizer report: " + "; ".join(san[:2]))
         test_config(root)
+        test_notify(root)
     return summary()
 
 
