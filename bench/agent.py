@@ -143,7 +143,7 @@ def main():
     args = ap.parse_args()
     ne = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
     aport, nport = free_port(), free_port()
-    agent = subprocess.Popen([args.watt, "agent", "--listen", f"127.0.0.1:{aport}"],
+    agent = subprocess.Popen([args.watt, "agent", "--listen", f"127.0.0.1:{aport}", "--control", ""],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = [agent]
     if ne:

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
@@ -50,7 +51,7 @@ struct agent {
     struct agent_self self;
     struct snapshot *snap;
     struct MHD_Daemon *mhd;
-    int epfd, tfd, sfd;
+    int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
     bool stop;
 };
 
@@ -362,6 +363,98 @@ static void on_signal(struct agent *a)
     }
 }
 
+/* The control socket: root only (SO_PEERCRED), one command per
+ * connection, answered at once. */
+static int open_control(struct agent *a)
+{
+    const char *path = a->cfg.control;
+    if (!path || !*path)
+        return 0;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        fprintf(stderr, "watt agent: control socket path too long: %s\n", path);
+        return 0;
+    }
+    memcpy(sa.sun_path, path, strlen(path));
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    (void)unlink(path); /* a stale socket from a previous run */
+    mode_t old = umask(0077);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (r < 0 || listen(fd, 4) < 0) {
+        /* not fatal: metrics matter more than the control socket */
+        fprintf(stderr, "watt agent: no control socket at %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        return -errno;
+    a->cfd = TAKE_FD(fd);
+    return 0;
+}
+
+static void ctl_status(struct agent *a, struct strbuf *out)
+{
+    struct json j;
+    json_init(&j, false);
+    json_object_begin(&j);
+    json_kv_string(&j, "listen", a->cfg.listen_host);
+    json_kv_u64(&j, "port", a->cfg.port);
+    json_kv_double(&j, "interval_s", a->cfg.interval_s);
+    json_kv_string(&j, "root", a->cfg.root ? a->cfg.root : "/");
+    json_kv_u64(&j, "samples", a->self.samples);
+    json_kv_u64(&j, "scrapes", a->self.scrapes);
+    json_kv_double(&j, "uptime_s", (double)now_realtime_ns() / 1e9 - a->self.start_time_s);
+    json_kv_double(&j, "cpu_s", a->self.cpu_s);
+    json_kv_u64(&j, "rss_bytes", a->self.rss_bytes);
+    json_object_end(&j);
+    strbuf_append(out, strbuf_str(&j.out));
+    strbuf_append(out, "\n");
+    json_free(&j);
+}
+
+static void reload(struct agent *a);
+
+static void on_control(struct agent *a)
+{
+    _cleanup_close_ int fd = accept4(a->cfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    struct strbuf out = {0};
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
+        strbuf_append(&out, "error: the control socket answers root only\n");
+    } else {
+        /* root only, and a short timeout: a stalled client costs 200 ms */
+        struct timeval tv = {0, 200000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        char cmd[64];
+        ssize_t n = read(fd, cmd, sizeof(cmd) - 1);
+        cmd[n > 0 ? n : 0] = '\0';
+        cmd[strcspn(cmd, "\r\n")] = '\0';
+        if (streq(cmd, "status")) {
+            ctl_status(a, &out);
+        } else if (streq(cmd, "sample")) {
+            take_sample(a);
+            strbuf_appendf(&out, "ok: sample %llu taken\n", (unsigned long long)a->self.samples);
+        } else if (streq(cmd, "reload")) {
+            if (!a->config_path) {
+                strbuf_append(&out, "error: started without --config: nothing to reload\n");
+            } else {
+                reload(a);
+                strbuf_append(&out, "ok: reloaded (see the agent's log for the outcome)\n");
+            }
+        } else {
+            strbuf_appendf(&out, "error: unknown command '%.40s' (status, reload, sample)\n", cmd);
+        }
+    }
+    (void)send(fd, strbuf_str(&out), out.len, MSG_NOSIGNAL);
+    strbuf_free(&out);
+}
+
 static int open_fds(struct agent *a)
 {
     sigset_t set;
@@ -384,6 +477,9 @@ static int open_fds(struct agent *a)
     ev.data.fd = a->tfd;
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->tfd, &ev) < 0)
         return -errno;
+    int r = open_control(a);
+    if (r < 0)
+        return r;
     return arm_timer(a);
 }
 
@@ -404,6 +500,10 @@ static void agent_close(struct agent *a)
         close(a->sfd);
     if (a->tfd >= 0)
         close(a->tfd);
+    if (a->cfd >= 0) {
+        close(a->cfd);
+        (void)unlink(a->cfg.control);
+    }
     agent_config_free(&a->cfg);
 }
 
@@ -425,6 +525,8 @@ static void loop(struct agent *a)
                     take_sample(a);
             } else if (evs[i].data.fd == a->sfd) {
                 on_signal(a);
+            } else if (evs[i].data.fd == a->cfd) {
+                on_control(a);
             }
         }
         /* Every wake-up, not only the server's own: after it hit the
@@ -447,6 +549,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
     a.cfg.listen_host = xstrdup(start->listen_host);
     a.cfg.root = start->root ? xstrdup(start->root) : NULL;
     a.cfg.model = start->model ? xstrdup(start->model) : NULL;
+    a.cfg.control = start->control ? xstrdup(start->control) : NULL;
     a.self.start_time_s = (double)now_realtime_ns() / 1e9;
 
     int r = load_model(&a);

@@ -11,7 +11,12 @@
 
 #include "agent/metrics.h"
 
-#define AGENT_DEFAULT_PORT 9723 /* watt's default, documented in the README */
+#define AGENT_DEFAULT_PORT    9723 /* watt's default, documented in the README */
+#define AGENT_DEFAULT_CONTROL "/run/watt/agent.sock"
+
+/* `watt ctl status|reload|sample`: one command line to the agent's control
+ * socket, which answers root only (SO_PEERCRED). */
+int verb_ctl(int argc, char **argv);
 
 struct agent_config {
     char *listen_host; /* "127.0.0.1" by default: never more than asked */
@@ -24,6 +29,7 @@ struct agent_config {
     unsigned max_connections;   /* default 128 */
     unsigned timeout_s;         /* idle connection timeout, default 10 */
     unsigned max_request_bytes; /* per connection memory, default 16 KiB */
+    char *control;              /* watt ctl socket, default /run/watt/agent.sock; "" none */
 };
 
 void agent_config_default(struct agent_config *c);
@@ -48,4 +54,5 @@ enum {
     AGENT_OVR_LISTEN = 1 << 0,
     AGENT_OVR_INTERVAL = 1 << 1,
     AGENT_OVR_ROOT = 1 << 2,
+    AGENT_OVR_CONTROL = 1 << 3,
 };

@@ -20,6 +20,7 @@ void agent_config_default(struct agent_config *c)
         .max_connections = 128,
         .timeout_s = 10,
         .max_request_bytes = 16384,
+        .control = xstrdup(AGENT_DEFAULT_CONTROL),
     };
 }
 
@@ -28,7 +29,8 @@ void agent_config_free(struct agent_config *c)
     free(c->listen_host);
     free(c->root);
     free(c->model);
-    c->listen_host = c->root = c->model = NULL;
+    free(c->control);
+    c->listen_host = c->root = c->model = c->control = NULL;
 }
 
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port)
@@ -123,6 +125,9 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (!num(value, 1, 10, &d))
             goto bad_range;
         p->c.pue = d;
+    } else if (streq(key, "control")) {
+        free(p->c.control);
+        p->c.control = xstrdup(value);
     } else if (streq(key, "model")) {
         free(p->c.model);
         p->c.model = *value ? xstrdup(value) : NULL;
@@ -160,6 +165,7 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
     p.c.listen_host = dup_or_null(c->listen_host);
     p.c.root = dup_or_null(c->root);
     p.c.model = dup_or_null(c->model);
+    p.c.control = dup_or_null(c->control);
     int r = ini_parse_string(text, on_entry, &p);
     if (!p.err && r > 0)
         p.err = xstrdup("not INI (want key = value lines under [agent])");

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "base/util.h"
@@ -22,16 +25,21 @@ static void usage(FILE *f)
             "  --config FILE      INI file, [agent] section (docs/agent.md); SIGHUP re-reads it\n"
             "  --listen ADDR:PORT where to listen (default 127.0.0.1:%u)\n"
             "  --interval S       seconds between samples (default 1)\n"
-            "  --root DIR         read a recorded tree instead of this machine\n",
-            AGENT_DEFAULT_PORT, AGENT_DEFAULT_PORT);
+            "  --root DIR         read a recorded tree instead of this machine\n"
+            "  --control PATH     the watt ctl socket (default %s; '' for none)\n",
+            AGENT_DEFAULT_PORT, AGENT_DEFAULT_PORT, AGENT_DEFAULT_CONTROL);
 }
 
 int verb_agent(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, 'l'},
-        {"interval", required_argument, NULL, 'i'}, {"root", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},           {0},
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"interval", required_argument, NULL, 'i'},
+        {"root", required_argument, NULL, 'r'},
+        {"control", required_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     struct agent_config cfg, ovr;
     const char *config = NULL;
@@ -73,6 +81,11 @@ int verb_agent(int argc, char **argv)
             ovr.root = xstrdup(optarg);
             mask |= AGENT_OVR_ROOT;
             break;
+        case 'C':
+            free(ovr.control);
+            ovr.control = xstrdup(optarg);
+            mask |= AGENT_OVR_CONTROL;
+            break;
         case 'h':
             usage(stdout);
             r = 1;
@@ -105,9 +118,66 @@ int verb_agent(int argc, char **argv)
             free(cfg.root);
             cfg.root = xstrdup(ovr.root);
         }
+        if (mask & AGENT_OVR_CONTROL) {
+            free(cfg.control);
+            cfg.control = xstrdup(ovr.control);
+        }
         r = agent_run(&cfg, config, &ovr, mask) < 0 ? 1 : 0;
     }
     agent_config_free(&cfg);
     agent_config_free(&ovr);
     return r == 1 && !config && mask == 0 ? 0 : r;
+}
+
+int verb_ctl(int argc, char **argv)
+{
+    const char *path = AGENT_DEFAULT_CONTROL, *cmd = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (streq(argv[i], "--socket") && i + 1 < argc)
+            path = argv[++i];
+        else if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
+            printf("usage: watt ctl [--socket PATH] status|reload|sample\n\n"
+                   "Talk to a running watt agent (root only): its state as JSON, re-read its\n"
+                   "config, or take a sample now. Default socket: %s\n",
+                   AGENT_DEFAULT_CONTROL);
+            return 0;
+        } else if (!cmd && (streq(argv[i], "status") || streq(argv[i], "reload") ||
+                            streq(argv[i], "sample")))
+            cmd = argv[i];
+        else {
+            fprintf(stderr, "watt ctl: unexpected '%s' (status, reload, sample; --socket)\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    if (!cmd) {
+        fprintf(stderr, "watt ctl: which command? status, reload or sample\n");
+        return 2;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        fprintf(stderr, "watt ctl: socket path too long: %s\n", path);
+        return 2;
+    }
+    memcpy(sa.sun_path, path, strlen(path));
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        fprintf(stderr, "watt ctl: cannot reach the agent at %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char line[16];
+    int n = snprintf(line, sizeof(line), "%s\n", cmd);
+    if (write(fd, line, (size_t)n) != n) {
+        fprintf(stderr, "watt ctl: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char buf[4096];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof(buf) - 1 && (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += (size_t)r;
+    buf[got] = '\0';
+    bool error = got == 0 || strncmp(buf, "error:", 6) == 0;
+    fputs(got ? buf : "error: the agent closed the connection\n", error ? stderr : stdout);
+    return error ? 1 : 0;
 }

@@ -11,6 +11,7 @@ static const struct verb verbs[] = {
     {"snapshot", verb_snapshot, "record exactly the files watt reads into a tar, for --root"},
     {"fleet", verb_fleet, "simulate VM consolidation over a fleet: sim, compare"},
     {"agent", verb_agent, "export power, C-state and wake-up metrics to Prometheus"},
+    {"ctl", verb_ctl, "talk to a running agent: status, reload, sample"},
 };
 
 static void usage(FILE *f)

@@ -11,6 +11,7 @@ int verb_report(int argc, char **argv);
 int verb_snapshot(int argc, char **argv);
 int verb_fleet(int argc, char **argv);
 int verb_agent(int argc, char **argv);
+int verb_ctl(int argc, char **argv);
 
 /* Shared option handling: opens the root for --root DIR / $WATT_ROOT and
  * prints a clear error naming it on failure. */

@@ -44,7 +44,7 @@ def get(port, path, accept=None, timeout=5):
 
 def start(root, port, extra=(), interval="0.2"):
     p = subprocess.Popen([WATT, "agent", "--root", root, "--listen", f"127.0.0.1:{port}",
-                          "--interval", interval, *extra],
+                          "--interval", interval, "--control", "", *extra],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(100):
         try:
@@ -258,7 +258,8 @@ def test_notify(root):
             s.bind(path)
             s.settimeout(5)
             p = subprocess.Popen([WATT, "agent", "--root", root, "--listen",
-                                  f"127.0.0.1:{free_port()}"], stdout=subprocess.DEVNULL,
+                                  f"127.0.0.1:{free_port()}", "--control", ""],
+                                 stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=dict(os.environ, NOTIFY_SOCKET=path))
             got = []
             try:
@@ -289,6 +290,50 @@ def test_vanish(port, root):
     others = any(k.startswith('watt_cpu_frequency_hertz{cpu="0"') for k in after)
     check(status == 200 and not problems and had and not has and others,
           f"cpu1's cpufreq vanished: its series went ({had} -> {has}), cpu0's stayed")
+
+
+def test_ctl(root):
+    """watt ctl over the control socket: status, sample, reload; root only."""
+    with tempfile.TemporaryDirectory() as d:
+        sock = os.path.join(d, "agent.sock")
+        port = free_port()
+        p = subprocess.Popen([WATT, "agent", "--root", root, "--listen", f"127.0.0.1:{port}",
+                              "--interval", "60", "--control", sock],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.05)
+            r = subprocess.run([WATT, "ctl", "--socket", sock, "status"], capture_output=True,
+                               text=True, timeout=10)
+            try:
+                doc = json.loads(r.stdout)
+            except ValueError:
+                doc = {}
+            check(r.returncode == 0 and doc.get("port") == port and doc.get("samples", 0) >= 1,
+                  f"watt ctl status: {r.stdout.strip()[:80]}")
+            r = subprocess.run([WATT, "ctl", "--socket", sock, "sample"], capture_output=True,
+                               text=True, timeout=10)
+            after = json.loads(subprocess.run([WATT, "ctl", "--socket", sock, "status"],
+                                              capture_output=True, text=True).stdout or "{}")
+            check(r.returncode == 0 and after.get("samples", 0) == doc.get("samples", 0) + 1,
+                  f"watt ctl sample takes one now: {r.stdout.strip()}")
+            r = subprocess.run([WATT, "ctl", "--socket", sock, "reload"], capture_output=True,
+                               text=True, timeout=10)
+            check(r.returncode == 1 and "nothing to reload" in r.stderr,
+                  f"watt ctl reload without --config says so: {r.stderr.strip()}")
+            setpriv = shutil.which("setpriv")
+            if setpriv and os.geteuid() == 0:
+                os.chmod(d, 0o755)
+                r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                                    WATT, "ctl", "--socket", sock, "status"],
+                                   capture_output=True, text=True, timeout=10)
+                check(r.returncode != 0 and not r.stdout, f"refused to a non-root user: "
+                      f"{r.stderr.strip()[:80]}")
+        finally:
+            stop(p)
+        check(not os.path.exists(sock), "the control socket is removed at exit")
 
 
 def powercap_file(root, name):
@@ -376,7 +421,8 @@ def test_config(root):
         good = os.path.join(d, "good.ini")
         port = free_port()
         with open(good, "w") as f:
-            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\ninterval = 0.5\nroot = {root}\n")
+            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\ninterval = 0.5\nroot = {root}\n"
+                    "control =\n")
         p = subprocess.Popen([WATT, "agent", "--config", good], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         for _ in range(100):
@@ -424,6 +470,7 @@ def main():
             check(not san, "no sanitizer report: " + "; ".join(san[:2]))
         test_config(root)
         test_notify(root)
+        test_ctl(root)
     return summary()
 
 

@@ -56,7 +56,7 @@ def main():
         root = os.path.join(d, "root")
         shutil.copytree(os.path.join(FIXTURES, "node_exporter"), root, symlinks=True)
         aport, pport = free_port(), free_port()
-        agent = subprocess.Popen([WATT, "agent", "--root", root, "--interval", "0.5",
+        agent = subprocess.Popen([WATT, "agent", "--root", root, "--interval", "0.5", "--control", "",
                                   "--listen", f"127.0.0.1:{aport}"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         with open(os.path.join(d, "prometheus.yml"), "w") as f:
