@@ -51,6 +51,7 @@ struct agent {
     struct agent_self self;
     struct snapshot *snap;
     struct MHD_Daemon *mhd;
+    char *tls_cert_pem, *tls_key_pem, *auth_password;
     int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
     bool stop;
 };
@@ -197,6 +198,27 @@ static enum MHD_Result reply_snapshot(struct agent *a, struct MHD_Connection *co
     return ret;
 }
 
+/* Compare in time independent of where the strings differ. */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return diff == 0;
+}
+
+static bool authorised(struct agent *a, struct MHD_Connection *conn)
+{
+    char *pass = NULL;
+    char *user = MHD_basic_auth_get_username_password(conn, &pass);
+    bool ok =
+        user && pass && same_secret(user, a->cfg.auth_user) && same_secret(pass, a->auth_password);
+    MHD_free(user);
+    MHD_free(pass);
+    return ok;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -207,6 +229,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
     if (!streq(method, "GET") && !streq(method, "HEAD"))
         return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+    if (a->cfg.auth_user && !authorised(a, conn)) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            strlen("authentication required\n"), (void *)"authentication required\n",
+            MHD_RESPMEM_PERSISTENT);
+        enum MHD_Result ret = MHD_queue_basic_auth_fail_response(conn, "watt", r);
+        MHD_destroy_response(r);
+        return ret;
+    }
     if (*upload_size) /* a GET with a body: refuse it rather than buffer it */
         return reply_text(conn, MHD_HTTP_BAD_REQUEST, "GET takes no body\n");
     (void)con_cls;
@@ -245,6 +275,63 @@ static int load_model(struct agent *a)
     return 0;
 }
 
+static char *read_small(const char *path, const char *what)
+{
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "watt agent: cannot read %s %s: %s\n", what, path, strerror(errno));
+        return NULL;
+    }
+    char *buf = xmalloc(65536);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* TLS and basic auth: loaded before listening; listening beyond loopback
+ * without both is refused unless `insecure = yes`. */
+static int load_secrets(struct agent *a)
+{
+    const struct agent_config *c = &a->cfg;
+    if (!!c->tls_cert != !!c->tls_key) {
+        fprintf(stderr, "watt agent: tls_cert and tls_key go together\n");
+        return -EINVAL;
+    }
+    if (!!c->auth_user != !!c->auth_password_file) {
+        fprintf(stderr, "watt agent: auth_user and auth_password_file go together\n");
+        return -EINVAL;
+    }
+    if (!agent_host_is_loopback(c->listen_host) && !c->insecure &&
+        (!c->tls_cert || !c->auth_user)) {
+        fprintf(stderr,
+                "watt agent: listening on %s, beyond this machine, needs tls_cert, "
+                "tls_key, auth_user and auth_password_file (or insecure = yes)\n",
+                c->listen_host);
+        return -EPERM;
+    }
+    if (c->tls_cert) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            fprintf(stderr, "watt agent: this libmicrohttpd has no TLS\n");
+            return -EOPNOTSUPP;
+        }
+        a->tls_cert_pem = read_small(c->tls_cert, "TLS certificate");
+        a->tls_key_pem = read_small(c->tls_key, "TLS key");
+        if (!a->tls_cert_pem || !a->tls_key_pem)
+            return -EINVAL;
+    }
+    if (c->auth_user) {
+        a->auth_password = read_small(c->auth_password_file, "password file");
+        if (!a->auth_password)
+            return -EINVAL;
+        a->auth_password[strcspn(a->auth_password, "\r\n")] = '\0';
+        if (!*a->auth_password) {
+            fprintf(stderr, "watt agent: %s: empty password\n", c->auth_password_file);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int start_http(struct agent *a)
 {
     struct sockaddr_storage ss = {0};
@@ -268,12 +355,22 @@ static int start_http(struct agent *a)
         return -EINVAL;
     }
     (void)len;
+    /* the HTTPS options only with TLS: MHD refuses them otherwise */
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (a->tls_cert_pem)
+        flags |= MHD_USE_TLS;
+    else
+        tls[0].option = MHD_OPTION_END;
     a->mhd = MHD_start_daemon(flags, a->cfg.port, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR,
                               &ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)a->cfg.timeout_s,
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)a->cfg.max_request_bytes,
                               MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
-                              MHD_OPTION_END);
+                              MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (!a->mhd) {
         fprintf(stderr, "watt agent: cannot listen on %s:%u (in use? permission?)\n",
                 a->cfg.listen_host, a->cfg.port);
@@ -504,6 +601,11 @@ static void agent_close(struct agent *a)
         close(a->cfd);
         (void)unlink(a->cfg.control);
     }
+    free(a->tls_cert_pem);
+    free(a->tls_key_pem);
+    if (a->auth_password)
+        explicit_bzero(a->auth_password, strlen(a->auth_password));
+    free(a->auth_password);
     agent_config_free(&a->cfg);
 }
 
@@ -550,6 +652,11 @@ int agent_run(const struct agent_config *start, const char *config_path,
     a.cfg.root = start->root ? xstrdup(start->root) : NULL;
     a.cfg.model = start->model ? xstrdup(start->model) : NULL;
     a.cfg.control = start->control ? xstrdup(start->control) : NULL;
+    a.cfg.tls_cert = start->tls_cert ? xstrdup(start->tls_cert) : NULL;
+    a.cfg.tls_key = start->tls_key ? xstrdup(start->tls_key) : NULL;
+    a.cfg.auth_user = start->auth_user ? xstrdup(start->auth_user) : NULL;
+    a.cfg.auth_password_file =
+        start->auth_password_file ? xstrdup(start->auth_password_file) : NULL;
     a.self.start_time_s = (double)now_realtime_ns() / 1e9;
 
     int r = load_model(&a);
@@ -563,14 +670,16 @@ int agent_run(const struct agent_config *start, const char *config_path,
     if (r >= 0 && (r = open_fds(&a)) < 0)
         fprintf(stderr, "watt agent: %s\n", strerror(-r));
     if (r >= 0)
+        r = load_secrets(&a);
+    if (r >= 0)
         r = start_http(&a);
     if (r < 0) {
         agent_close(&a);
         return r;
     }
     take_sample(&a); /* serve something from the first second */
-    fprintf(stderr, "watt agent: listening on http://%s:%u/metrics, sampling every %g s\n",
-            a.cfg.listen_host, a.cfg.port, a.cfg.interval_s);
+    fprintf(stderr, "watt agent: listening on %s://%s:%u/metrics, sampling every %g s\n",
+            a.tls_cert_pem ? "https" : "http", a.cfg.listen_host, a.cfg.port, a.cfg.interval_s);
     notify("READY=1\nSTATUS=serving /metrics");
     loop(&a);
     notify("STOPPING=1");

@@ -30,10 +30,16 @@ struct agent_config {
     unsigned timeout_s;         /* idle connection timeout, default 10 */
     unsigned max_request_bytes; /* per connection memory, default 16 KiB */
     char *control;              /* watt ctl socket, default /run/watt/agent.sock; "" none */
+    char *tls_cert, *tls_key;   /* PEM files: HTTPS instead of HTTP */
+    char *auth_user;            /* basic auth: this user ... */
+    char *auth_password_file;   /* ... with the password in this file (first line) */
+    bool insecure;              /* allow plain HTTP without auth beyond loopback */
 };
 
 void agent_config_default(struct agent_config *c);
 void agent_config_free(struct agent_config *c);
+/* Whether HOST (a numeric address) is a loopback address. */
+bool agent_host_is_loopback(const char *host);
 /* Parse "HOST:PORT" (or ":PORT", "PORT"); -EINVAL on garbage. */
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
 /* Read an INI file over the defaults in *C: [agent] listen, interval, root,

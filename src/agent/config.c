@@ -30,7 +30,12 @@ void agent_config_free(struct agent_config *c)
     free(c->root);
     free(c->model);
     free(c->control);
+    free(c->tls_cert);
+    free(c->tls_key);
+    free(c->auth_user);
+    free(c->auth_password_file);
     c->listen_host = c->root = c->model = c->control = NULL;
+    c->tls_cert = c->tls_key = c->auth_user = c->auth_password_file = NULL;
 }
 
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port)
@@ -60,6 +65,11 @@ int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port)
     *ret_host = host;
     *ret_port = (uint16_t)p;
     return 0;
+}
+
+bool agent_host_is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || streq(host, "::1") || streq(host, "localhost");
 }
 
 struct parse {
@@ -125,6 +135,20 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (!num(value, 1, 10, &d))
             goto bad_range;
         p->c.pue = d;
+    } else if (streq(key, "tls_cert") || streq(key, "tls_key") || streq(key, "auth_user") ||
+               streq(key, "auth_password_file")) {
+        char **f = streq(key, "tls_cert")    ? &p->c.tls_cert
+                   : streq(key, "tls_key")   ? &p->c.tls_key
+                   : streq(key, "auth_user") ? &p->c.auth_user
+                                             : &p->c.auth_password_file;
+        free(*f);
+        *f = *value ? xstrdup(value) : NULL;
+    } else if (streq(key, "insecure")) {
+        if (!streq(value, "yes") && !streq(value, "no")) {
+            p->err = xasprintf("insecure '%s': want yes or no", value);
+            return 0;
+        }
+        p->c.insecure = streq(value, "yes");
     } else if (streq(key, "control")) {
         free(p->c.control);
         p->c.control = xstrdup(value);
@@ -166,6 +190,10 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
     p.c.root = dup_or_null(c->root);
     p.c.model = dup_or_null(c->model);
     p.c.control = dup_or_null(c->control);
+    p.c.tls_cert = dup_or_null(c->tls_cert);
+    p.c.tls_key = dup_or_null(c->tls_key);
+    p.c.auth_user = dup_or_null(c->auth_user);
+    p.c.auth_password_file = dup_or_null(c->auth_password_file);
     int r = ini_parse_string(text, on_entry, &p);
     if (!p.err && r > 0)
         p.err = xstrdup("not INI (want key = value lines under [agent])");

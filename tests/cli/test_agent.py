@@ -336,6 +336,82 @@ def test_ctl(root):
         check(not os.path.exists(sock), "the control socket is removed at exit")
 
 
+def test_tls(root):
+    """HTTPS with basic auth; plain HTTP beyond loopback refused without them."""
+    r = subprocess.run([WATT, "agent", "--listen", f"0.0.0.0:{free_port()}", "--control", "",
+                        "--root", root], capture_output=True, text=True, timeout=10)
+    check(r.returncode != 0 and "tls_cert" in r.stderr,
+          "listening beyond loopback without TLS and auth is refused")
+    openssl = shutil.which("openssl")
+    if not openssl:
+        print("skip TLS: openssl is not installed")
+        return
+    import base64
+    import ssl
+    with tempfile.TemporaryDirectory() as d:
+        cert, key, pw = (os.path.join(d, n) for n in ("cert.pem", "key.pem", "pass"))
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1"],
+                       capture_output=True, check=True)
+        with open(pw, "w") as f:
+            f.write("s3cret\n")
+        port = free_port()
+        ini = os.path.join(d, "a.ini")
+        with open(ini, "w") as f:
+            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\nroot = {root}\ncontrol =\n"
+                    f"tls_cert = {cert}\ntls_key = {key}\nauth_user = prom\n"
+                    f"auth_password_file = {pw}\n")
+        p = subprocess.Popen([WATT, "agent", "--config", ini], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        ctx = ssl.create_default_context(cafile=cert)
+        ctx.check_hostname = False
+
+        def fetch(user=None, password=None):
+            req = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+            if user:
+                tok = base64.b64encode(f"{user}:{password}".encode()).decode()
+                req.add_header("Authorization", "Basic " + tok)
+            try:
+                with urllib.request.urlopen(req, timeout=3, context=ctx) as resp:
+                    return resp.status
+            except urllib.error.HTTPError as e:
+                return e.code
+            except OSError:
+                return None
+        try:
+            for _ in range(50):
+                if fetch() is not None:
+                    break
+                time.sleep(0.1)
+            got = (fetch(), fetch("prom", "wrong"), fetch("prom", "s3cret"))
+            check(got == (401, 401, 200), f"HTTPS: no auth 401, wrong password 401, right 200: {got}")
+        finally:
+            stop(p)
+
+
+def test_live():
+    """This machine's real /sys and /proc."""
+    port = free_port()
+    p = subprocess.Popen([WATT, "agent", "--listen", f"127.0.0.1:{port}", "--control", "",
+                          "--interval", "0.5"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                if get(port, "/healthz", timeout=1)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(1.2)  # two samples: rates too
+        status, _, series, problems = scrape(port)
+        check(status == 200 and not problems and
+              any(k.startswith("watt_cpu_seconds_total") for k in series) and
+              any(k.startswith("watt_node_power_watts") for k in series),
+              f"live /sys: {len(series)} series, parses ({'; '.join(problems[:2])})")
+    finally:
+        check(stop(p) == 0, "live agent exits 0")
+
+
 def powercap_file(root, name):
     base = os.path.join(root, "sys", "class", "powercap", "intel-rapl:0")
     return os.path.join(base, name)
@@ -471,6 +547,8 @@ def main():
         test_config(root)
         test_notify(root)
         test_ctl(root)
+        test_tls(root)
+    test_live()
     return summary()
 
 
