@@ -73,14 +73,15 @@ def main():
             energy_uj = os.path.join(root, "sys/class/powercap/intel-rapl:0/energy_uj")
             with open(os.path.join(root, "sys/class/powercap/intel-rapl:0/max_energy_range_uj")) as f:
                 top = int(f.read())
-            value = top - 8_000_000
-            for _ in range(16):  # 8 s: 1 J per half second, wrapping half way
+            value = top - 12_000_000
+            for _ in range(24):  # 12 s: 1 J per half second, wrapping half way
                 value = (value + 1_000_000) % (top + 1)
                 with open(energy_uj + ".new", "w") as f:
                     f.write(f"{value}\n")
                 os.replace(energy_uj + ".new", energy_uj)
                 time.sleep(0.5)
-            rates = query(pport, "rate(watt_energy_joules_total[4s])") or []
+            # 8 s of 1-s scrapes, all inside the feed: robust on a busy CI machine
+            rates = query(pport, "rate(watt_energy_joules_total[8s])") or []
             for name in ("watt_energy_joules_total", "watt_cpu_frequency_hertz",
                          "watt_cpu_seconds_total", "watt_agent_cpu_seconds_total"):
                 r = query(pport, name)
