@@ -42,6 +42,8 @@ import tempfile
 import threading
 import time
 
+from benchutil import Deadline  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POLICIES = ("npa", "dvfs", "thr-mmt-1.0", "thr-mmt-0.8", "iqr-mmt-1.5", "mad-mmt-2.5",
             "lr-mmt-1.2", "watt")
@@ -57,20 +59,6 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def log(msg):
     print("bench: " + msg, file=sys.stderr, flush=True)
-
-
-class Deadline:
-    """Soft time budget: optional runs are skipped once it has passed."""
-
-    def __init__(self, seconds):
-        self.t0 = time.monotonic()
-        self.limit = seconds
-
-    def elapsed(self):
-        return time.monotonic() - self.t0
-
-    def passed(self):
-        return self.elapsed() > self.limit
 
 
 def session_usage(sid):

@@ -55,6 +55,8 @@ NE_CMP = ("cpu", "cpufreq", "rapl", "hwmon", "stat", "interrupts")
 # machine shape can be measured at 4*K CPUs. Runs in a child interpreter.
 SCALE_CODE = r"""
 import importlib.util, sys
+
+from benchutil import Deadline  # noqa: E402
 gen, k, dest = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 spec = importlib.util.spec_from_file_location("mkfixture", gen)
 mk = importlib.util.module_from_spec(spec)
@@ -65,20 +67,6 @@ def scaled(sockets, core_ids, pkg_shift, nodes_per_socket=1, offline=()):
 mk.smt_layout = scaled
 sys.exit(mk.main(["--force", "big-384", dest]))
 """
-
-
-class Deadline:
-    """Soft time budget: optional steps are skipped once it has passed."""
-
-    def __init__(self, seconds):
-        self.t0 = time.monotonic()
-        self.limit = seconds
-
-    def elapsed(self):
-        return time.monotonic() - self.t0
-
-    def passed(self):
-        return self.elapsed() > self.limit
 
 
 def log(msg):

@@ -714,11 +714,6 @@ static void render_interrupts(struct mw *w, const struct irq_sample *irq)
 
 /* Runtime PM in use for the device: its status is one the kernel's
  * runtime PM core sets (active .. error). */
-static bool rpm_in_use(const struct device_info *d)
-{
-    return d->status >= DEV_STATUS_ACTIVE && d->status <= DEV_STATUS_ERROR;
-}
-
 static void dev_series(struct mw *w, const struct device_info *d)
 {
     series(w);
@@ -751,7 +746,7 @@ static void dev_family(struct mw *w, const struct fam *f, const struct devices_s
     fam(w, f);
     for (size_t i = 0; i < s->n; i++) {
         uint64_t v = dev_value(&s->dev[i], field);
-        if (rpm_in_use(&s->dev[i]) && v != VAL_NONE) {
+        if (device_has_rpm(&s->dev[i]) && v != VAL_NONE) {
             dev_series(w, &s->dev[i]);
             value_fixed(w, v, decimals);
         }
@@ -776,7 +771,7 @@ static void render_devices(struct mw *w, const struct report_ctx *c)
     size_t n = devices_assess(s, c->b ? c->a->devices : NULL, &v);
     fam(w, &f_dev_safe);
     for (size_t i = 0; i < n; i++)
-        if (rpm_in_use(v[i].dev)) {
+        if (device_has_rpm(v[i].dev)) {
             dev_series(w, v[i].dev);
             value_u64(w, v[i].verdict == DEV_VERDICT_SAFE);
         }

@@ -19,16 +19,11 @@ struct dev_counts {
     size_t listed, with_rpm, never, safe;
 };
 
-static bool has_rpm(const struct device_info *d)
-{
-    return d->status != DEV_STATUS_UNSUPPORTED && d->status != DEV_STATUS_UNKNOWN;
-}
-
 static struct dev_counts count(const struct device_candidate *v, size_t n)
 {
     struct dev_counts k = {.listed = n};
     for (size_t i = 0; i < n; i++) {
-        if (!has_rpm(v[i].dev))
+        if (!device_has_rpm(v[i].dev))
             continue;
         k.with_rpm++;
         k.never += v[i].never_suspends;
@@ -224,7 +219,7 @@ static void reasons_text(const struct device_candidate *v, size_t n, struct strb
 {
     for (size_t i = 0; i < n; i++) {
         const struct device_candidate *c = &v[i];
-        if (!c->never_suspends || !has_rpm(c->dev))
+        if (!c->never_suspends || !device_has_rpm(c->dev))
             continue;
         char id[24] = "";
         if (c->dev->vendor >= 0 && c->dev->device >= 0)
@@ -276,7 +271,7 @@ static void devices_text(const struct report_ctx *c, struct strbuf *out)
         table_init(&t, "device", "bus", "driver", "class", "control", "status", ">susp %",
                    "verdict", NULL);
         for (size_t i = 0; i < n; i++)
-            if (has_rpm(v[i].dev) && (!only_never || v[i].never_suspends))
+            if (device_has_rpm(v[i].dev) && (!only_never || v[i].never_suspends))
                 add_row(&t, &v[i]);
         table_render(&t, out, REPORT_WIDTH);
         table_free(&t);

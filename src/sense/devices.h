@@ -115,7 +115,13 @@ const char *dev_control_name(enum dev_control c); /* "auto", "on", NULL */
 const char *dev_status_name(enum dev_status st);  /* "active", ..., NULL */
 const char *dev_wakeup_name(enum dev_wakeup w);   /* "enabled", "absent", NULL */
 const char *dev_kind_name(enum dev_kind k);       /* "pci", "usb_device", ... */
-enum dev_status dev_status_parse(const char *s);  /* DEV_STATUS_UNKNOWN on garbage */
+/* Whether runtime PM is in use for the device: its status is known and
+ * not "unsupported". */
+static inline bool device_has_rpm(const struct device_info *d)
+{
+    return d->status != DEV_STATUS_UNSUPPORTED && d->status != DEV_STATUS_UNKNOWN;
+}
+enum dev_status dev_status_parse(const char *s); /* DEV_STATUS_UNKNOWN on garbage */
 /* "USB xHCI", "SATA (AHCI)", "network", "HID"; NULL when unknown. */
 const char *device_class_name(const struct device_info *d);
 
