@@ -13,8 +13,9 @@ static const struct {
     const char *name;
     int err;
 } errnos[] = {
-    {"EACCES", EACCES},   {"EPERM", EPERM},   {"EIO", EIO},     {"ENOENT", ENOENT},
-    {"ENODATA", ENODATA}, {"EINVAL", EINVAL}, {"EBUSY", EBUSY}, {"ENODEV", ENODEV},
+    {"EACCES", EACCES}, {"EPERM", EPERM},     {"EIO", EIO},
+    {"ENOENT", ENOENT}, {"ENODATA", ENODATA}, {"EINVAL", EINVAL},
+    {"EBUSY", EBUSY},   {"ENODEV", ENODEV},   {"EROFS", EROFS},
 };
 
 static int cmp_fault(const void *a, const void *b)
@@ -23,14 +24,39 @@ static int cmp_fault(const void *a, const void *b)
     if (x->dir != y->dir)
         return (int)x->dir - (int)y->dir;
     int c = strcmp(x->path, y->path);
-    return c ? c : (x->order > y->order) - (x->order < y->order);
+    if (c)
+        return c;
+    if (x->write != y->write)
+        return (int)x->write - (int)y->write;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* One option after the action: "from=N" or "op=read|write", each once. */
+static int parse_option(const char *opt, struct host_fault *f, bool *seen_from, bool *seen_op)
+{
+    if (strncmp(opt, "from=", 5) == 0 && !*seen_from) {
+        uint64_t from;
+        if (parse_u64(opt + 5, &from) < 0 || from == 0 || from > 1000000)
+            return -EBADMSG;
+        f->from = (unsigned)from;
+        *seen_from = true;
+        return 0;
+    }
+    if (strncmp(opt, "op=", 3) == 0 && !*seen_op) {
+        if (streq(opt + 3, "write"))
+            f->write = true;
+        else if (!streq(opt + 3, "read"))
+            return -EBADMSG;
+        *seen_op = true;
+        return 0;
+    }
+    return -EBADMSG;
 }
 
 static int parse_fault(char *line, struct host_fault *f)
 {
     char *path = strtok(line, " \t");
     char *action = strtok(NULL, " \t");
-    char *opt = strtok(NULL, " \t");
     if (!path || !action)
         return -EBADMSG;
     *f = (struct host_fault){.from = 1};
@@ -57,14 +83,11 @@ static int parse_fault(char *line, struct host_fault *f)
         if (!f->err)
             goto bad;
     }
-    if (opt) {
-        uint64_t from;
-        if (strncmp(opt, "from=", 5) != 0 || parse_u64(opt + 5, &from) < 0 || from == 0 ||
-            from > 1000000)
+    bool seen_from = false, seen_op = false;
+    for (char *opt; (opt = strtok(NULL, " \t"));)
+        if (parse_option(opt, f, &seen_from, &seen_op) < 0)
             goto bad;
-        f->from = (unsigned)from;
-    }
-    if (strtok(NULL, " \t"))
+    if (f->write && !f->err) /* a write has no value to replace */
         goto bad;
     return 0;
 bad:
@@ -104,7 +127,7 @@ int fault_load(int rootfd, struct host_fault **ret, size_t *ret_n)
         v[n].order = (unsigned)n;
         n++;
     }
-    /* Sorted for bsearch; equal paths stay in line order. */
+    /* Sorted for bsearch; equal paths and operations stay in line order. */
     if (n)
         qsort(v, n, sizeof(*v), cmp_fault);
     *ret = v;
@@ -112,21 +135,35 @@ int fault_load(int rootfd, struct host_fault **ret, size_t *ret_n)
     return 0;
 }
 
-struct host_fault *fault_match(struct host_fault *v, size_t n, enum host_dir d, const char *path)
+static struct host_fault *match(struct host_fault *v, size_t n, enum host_dir d, const char *path,
+                                bool write)
 {
     size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first entry not below (d, path) */
+    while (lo < hi) { /* the first entry not below (d, path, write) */
         size_t mid = lo + (hi - lo) / 2;
         int c = v[mid].dir != d ? (int)v[mid].dir - (int)d : strcmp(v[mid].path, path);
+        if (!c)
+            c = (int)v[mid].write - (int)write;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == n || v[lo].dir != d || !streq(v[lo].path, path))
+    if (lo == n || v[lo].dir != d || !streq(v[lo].path, path) || v[lo].write != write)
         return NULL;
     v[lo].seen++;
     return v[lo].seen >= v[lo].from ? &v[lo] : NULL;
+}
+
+struct host_fault *fault_match(struct host_fault *v, size_t n, enum host_dir d, const char *path)
+{
+    return match(v, n, d, path, false);
+}
+
+struct host_fault *fault_match_write(struct host_fault *v, size_t n, enum host_dir d,
+                                     const char *path)
+{
+    return match(v, n, d, path, true);
 }
 
 void fault_free(struct host_fault *v, size_t n)

@@ -169,11 +169,14 @@ static void record_links(struct host *h, enum host_dir d, const char *path)
  * openat2(RESOLVE_BENEATH) refuses absolute symlinks and "..": a tree's
  * "proc/stat -> /proc/stat" would otherwise mix the running machine into
  * a replay. Kernels before 5.6 lack openat2: plain openat there. */
-static int root_openat(const struct host *h, int dfd, const char *path, int flags)
+static int root_openat_mode(const struct host *h, int dfd, const char *path, int flags, mode_t mode)
 {
     flags |= O_CLOEXEC;
+    if (!(flags & O_CREAT))
+        mode = 0; /* openat2() refuses a mode it would not use */
     if (!h->live) {
         struct open_how how = {.flags = (uint64_t)flags,
+                               .mode = mode,
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
         long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
         if (fd >= 0)
@@ -181,8 +184,13 @@ static int root_openat(const struct host *h, int dfd, const char *path, int flag
         if (errno != ENOSYS)
             return -errno;
     }
-    int fd = openat(dfd, path, flags);
+    int fd = openat(dfd, path, flags, mode);
     return fd < 0 ? -errno : fd;
+}
+
+static int root_openat(const struct host *h, int dfd, const char *path, int flags)
+{
+    return root_openat_mode(h, dfd, path, flags, 0);
 }
 
 static int open_at(struct host *h, enum host_dir d, const char *path, int flags)
@@ -529,21 +537,87 @@ bool host_is_dir(struct host *h, enum host_dir d, const char *path)
     return true;
 }
 
-int host_write(struct host *h, enum host_dir d, const char *path, const char *value)
+int host_write_raw(struct host *h, enum host_dir d, const char *path, const void *buf, size_t len)
 {
+    struct host_fault *f = h->nfault ? fault_match_write(h->fault, h->nfault, d, path) : NULL;
+    if (f)
+        return -f->err;
+    /* A recorded file is replaced, as a sysfs attribute's show() would
+     * then show the value; the kernel's files take the write as is. */
     _cleanup_close_ int fd = open_at(h, d, path, O_WRONLY | O_NOCTTY | (h->live ? 0 : O_TRUNC));
     if (fd < 0)
         return fd;
-    size_t len = strlen(value);
-    ssize_t n = write(fd, value, len);
+    ssize_t n = write(fd, buf, len);
     if (n < 0)
         return -errno;
     return (size_t)n == len ? 0 : -EIO;
 }
 
+int host_write(struct host *h, enum host_dir d, const char *path, const char *value)
+{
+    size_t len = strlen(value);
+    if (h->live || (len && value[len - 1] == '\n'))
+        return host_write_raw(h, d, path, value, len);
+    /* sysfs shows a value with its newline: a recorded tree must read
+     * back as the kernel would after the write. */
+    _cleanup_free_ char *line = xasprintf("%s\n", value);
+    return host_write_raw(h, d, path, line, len + 1);
+}
+
+/* Create the missing directories above PATH (relative to the root). */
+static int state_mkdirs(struct host *h, const char *path)
+{
+    _cleanup_free_ char *p = xstrdup(path);
+    for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+        if (s == p)
+            continue;
+        *s = '\0';
+        int r = mkdirat(h->fd[HOST_ROOTDIR], p, 0755);
+        *s = '/';
+        if (r < 0 && errno != EEXIST)
+            return -errno;
+    }
+    return 0;
+}
+
+int host_state_open(struct host *h, const char *path, int flags, mode_t mode)
+{
+    if (!*path || path[0] == '/')
+        return -EINVAL;
+    if (flags & O_CREAT) {
+        int r = state_mkdirs(h, path);
+        if (r < 0)
+            return r;
+    }
+    return root_openat_mode(h, h->fd[HOST_ROOTDIR], path, flags | O_NOFOLLOW | O_NOCTTY, mode);
+}
+
+int host_state_rename(struct host *h, const char *from, const char *to)
+{
+    if (renameat(h->fd[HOST_ROOTDIR], from, h->fd[HOST_ROOTDIR], to) < 0)
+        return -errno;
+    /* The rename is durable once its directory is: fsync it. */
+    const char *slash = strrchr(to, '/');
+    _cleanup_free_ char *dir = slash ? strndup(to, (size_t)(slash - to)) : xstrdup(".");
+    if (!dir)
+        return -ENOMEM;
+    _cleanup_close_ int fd =
+        root_openat(h, h->fd[HOST_ROOTDIR], dir, O_RDONLY | O_DIRECTORY | O_NOCTTY);
+    if (fd < 0)
+        return fd;
+    return fsync(fd) < 0 ? -errno : 0;
+}
+
+char *host_state_display_path(const struct host *h, const char *path)
+{
+    return host_display_path(h, HOST_ROOTDIR, path);
+}
+
 int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags)
 {
-    struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
+    struct host_fault *f = (flags & O_ACCMODE) == O_RDONLY
+                               ? fault_match(h->fault, h->nfault, d, path)
+                               : fault_match_write(h->fault, h->nfault, d, path);
     if (f && f->err)
         return -f->err;
     return open_at(h, d, path, flags);
@@ -597,6 +671,27 @@ bool host_existsf(struct host *h, enum host_dir d, const char *fmt, ...)
     if (n < 0 || (size_t)n >= sizeof(path))
         return false;
     return host_exists(h, d, path);
+}
+
+int host_self_cmdline(char **ret)
+{
+    char buf[512];
+    _cleanup_close_ int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    if (n < 0)
+        return -errno;
+    while (n > 0 && buf[n - 1] == '\0')
+        n--;
+    if (n == 0)
+        return -ENODATA;
+    buf[n] = '\0';
+    for (ssize_t i = 0; i < n; i++) /* arguments are NUL-separated */
+        if (buf[i] == '\0' || buf[i] == '\n')
+            buf[i] = ' ';
+    *ret = xstrdup(buf);
+    return 0;
 }
 
 int host_self_rss(uint64_t *ret)

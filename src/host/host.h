@@ -97,10 +97,28 @@ int host_link_name(struct host *h, enum host_dir d, const char *path, char **ret
 bool host_exists(struct host *h, enum host_dir d, const char *path);
 bool host_is_dir(struct host *h, enum host_dir d, const char *path);
 
-/* Writes a value; only the tune layer's journal may call it. */
+/* Writes a value; only the tune layer's journal may call it. On a
+ * recorded root the file is replaced (O_TRUNC) and a newline is appended
+ * when VALUE lacks one, so it reads back as sysfs would show it; on a
+ * live root the bytes go to the kernel as they are. Faults with op=write
+ * (fault.h) make it fail with their errno. */
 int host_write(struct host *h, enum host_dir d, const char *path, const char *value);
+/* Exactly LEN bytes, no newline added (a restore of the bytes read). */
+int host_write_raw(struct host *h, enum host_dir d, const char *path, const void *buf, size_t len);
 
-/* A raw fd (O_CLOEXEC) for ioctl/pread users. */
+/* The tune layer's own files under the root (the journal: ROOT/var/lib/
+ * watt/journal), not kernel paths. PATH is relative to the root. Opens
+ * with O_CLOEXEC | O_NOFOLLOW (and, on a recorded root, never leaves the
+ * tree); with O_CREAT, missing parent directories are made (0755). */
+int host_state_open(struct host *h, const char *path, int flags, mode_t mode);
+/* renameat() FROM over TO, then fsync() of TO's directory, so the rename
+ * survives a power cut. */
+int host_state_rename(struct host *h, const char *from, const char *to);
+/* "/var/lib/watt/journal", or "ROOT/var/lib/watt/journal". Owned. */
+char *host_state_display_path(const struct host *h, const char *path);
+
+/* A raw fd (O_CLOEXEC) for ioctl/pread users. Opened for writing, the
+ * op=write faults apply (fault.h); otherwise the read faults. */
 int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags);
 
 /* perf_event_open(2). Only on a live root: a recorded tree has no PMU, so
@@ -123,3 +141,6 @@ const char *host_dir_name(enum host_dir d); /* "sys", "proc", "dev", "" */
 /* This process's resident set in bytes (the agent's self-metric): always
  * the running kernel's /proc/self, whatever root a host has. */
 int host_self_rss(uint64_t *ret);
+/* This process's command line, arguments joined by spaces (at most 511
+ * bytes): who holds a lock. Owned. */
+int host_self_cmdline(char **ret);

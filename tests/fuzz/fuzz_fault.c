@@ -3,7 +3,8 @@
  * fault_load() reads a file under a root fd, so the input is written to
  * watt-faults in a private temporary root (created once per process) and
  * loaded from there. Accepted faults are well formed (a known directory,
- * an errno or a one-line value, from >= 1) and fault_match() finds each;
+ * an errno or a one-line value, from >= 1, op=write only with an errno)
+ * and fault_match() or fault_match_write() finds each;
  * a refused file gives -EBADMSG and nothing to free. */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,12 +65,16 @@ static void check_fault(struct host_fault *v, size_t n, size_t i)
         FUZZ_CHECK(memchr(f->value, '\n', len - 1) == NULL);
     }
     FUZZ_CHECK(f->from >= 1 && f->from <= 1000000);
-    /* The first fault for this path answers; it counts the access. */
+    FUZZ_CHECK(!f->write || f->err > 0); /* a write fault is an errno */
+    /* The first fault for this path and operation answers; it counts the
+     * access. */
     size_t first = 0;
-    while (first < i && !(v[first].dir == f->dir && strcmp(v[first].path, f->path) == 0))
+    while (first < i && !(v[first].dir == f->dir && v[first].write == f->write &&
+                          strcmp(v[first].path, f->path) == 0))
         first++;
     unsigned seen = v[first].seen;
-    struct host_fault *m = fault_match(v, n, f->dir, f->path);
+    struct host_fault *m =
+        f->write ? fault_match_write(v, n, f->dir, f->path) : fault_match(v, n, f->dir, f->path);
     FUZZ_CHECK(v[first].seen == seen + 1);
     FUZZ_CHECK(m == (v[first].seen >= v[first].from ? &v[first] : NULL));
 }

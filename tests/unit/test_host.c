@@ -1,10 +1,13 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
@@ -163,12 +166,110 @@ static void test_topology_garbage(void **state)
     tree_free(root);
 }
 
+/* Writes on a recorded root: the file is replaced and reads back as sysfs
+ * shows a value, with its newline; op=write faults refuse a write while
+ * reads work; a write fault with a value makes no sense. */
+static void test_writes_and_write_faults(void **state)
+{
+    char *root = tree_new();
+    tree_write(root, "sys/k/gov", "powersave\n");
+    tree_write(root, "sys/k/epp", "balance_power\n");
+    tree_write(root, "sys/k/odd", "x\n");
+    tree_write(root, "watt-faults",
+               "sys/k/epp EINVAL op=write\n"
+               "sys/k/epp =default\n" /* reads have a fault of their own */
+               "sys/k/odd EPERM from=2 op=write\n"
+               "sys/k/ro EROFS op=write\n");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    assert_int_equal(host_write(h, HOST_SYS, "k/gov", "performance"), 0);
+    char *text;
+    assert_int_equal(host_read(h, HOST_SYS, "k/gov", &text, NULL), 0);
+    assert_string_equal(text, "performance\n");
+    free(text);
+    assert_int_equal(host_write(h, HOST_SYS, "k/gov", "ondemand\n"), 0); /* no second newline */
+    assert_int_equal(host_read(h, HOST_SYS, "k/gov", &text, NULL), 0);
+    assert_string_equal(text, "ondemand\n");
+    free(text);
+    assert_int_equal(host_write_raw(h, HOST_SYS, "k/gov", "ab", 2), 0); /* exact bytes */
+    assert_int_equal(host_read(h, HOST_SYS, "k/gov", &text, NULL), 0);
+    assert_string_equal(text, "ab");
+    free(text);
+    assert_int_equal(host_write(h, HOST_SYS, "k/epp", "performance"), -EINVAL);
+    assert_int_equal(host_read_str(h, HOST_SYS, "k/epp", &text), 0);
+    assert_string_equal(text, "default"); /* the read fault, not the write's */
+    free(text);
+    assert_int_equal(host_write(h, HOST_SYS, "k/odd", "1"), 0); /* from=2 */
+    assert_int_equal(host_write(h, HOST_SYS, "k/odd", "1"), -EPERM);
+    assert_int_equal(host_read_str(h, HOST_SYS, "k/odd", &text), 0); /* reads unaffected */
+    free(text);
+    assert_int_equal(host_write(h, HOST_SYS, "k/missing", "1"), -ENOENT);
+    assert_int_equal(host_write(h, HOST_SYS, "k/ro", "1"), -EROFS);
+    /* an open for writing is a write; for reading, a read */
+    assert_int_equal(host_open_fd(h, HOST_SYS, "k/epp", O_WRONLY), -EINVAL);
+    int fd = host_open_fd(h, HOST_SYS, "k/gov", O_RDWR);
+    assert_true(fd >= 0);
+    close(fd);
+    fd = host_open_fd(h, HOST_SYS, "k/epp", O_RDONLY);
+    assert_true(fd >= 0);
+    close(fd);
+    host_close(h);
+    static const char *const bad[] = {
+        "sys/k/gov =x op=write\n", "sys/k/gov @later op=write\n", "sys/k/gov EIO op=erase\n",
+        "sys/k/gov EIO op=write op=read\n", "sys/k/gov EIO from=1 from=2\n"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        tree_write(root, "watt-faults", "%s", bad[i]);
+        assert_int_equal(host_open(root, &h), -EBADMSG);
+    }
+    tree_free(root);
+}
+
+/* The tune layer's own files: parents made, never a symlink, renames. */
+static void test_state_files(void **state)
+{
+    char *root = tree_new();
+    tree_write(root, "sys/x", "1\n");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    assert_int_equal(host_state_open(h, "var/lib/watt/j", O_RDONLY, 0), -ENOENT);
+    int fd = host_state_open(h, "var/lib/watt/j.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "hello\n", 6), 6);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+    assert_int_equal(host_state_rename(h, "var/lib/watt/j.tmp", "var/lib/watt/j"), 0);
+    fd = host_state_open(h, "var/lib/watt/j", O_RDONLY, 0);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(host_state_rename(h, "var/lib/watt/nope", "var/lib/watt/j"), -ENOENT);
+    tree_symlink(root, "var/lib/watt/link", "j");
+    assert_int_equal(host_state_open(h, "var/lib/watt/link", O_RDONLY, 0), -ELOOP);
+    assert_int_equal(host_state_open(h, "/etc/passwd", O_RDONLY, 0), -EINVAL);
+    /* a recorded root's state never leaves the tree */
+    tree_symlink(root, "var/lib/out", "/tmp");
+    assert_true(host_state_open(h, "var/lib/out/x", O_WRONLY | O_CREAT, 0644) < 0);
+    char *p = host_state_display_path(h, "var/lib/watt/j");
+    assert_non_null(strstr(p, "/var/lib/watt/j"));
+    assert_true(strncmp(p, root, strlen(root)) == 0);
+    free(p);
+    char *cmd;
+    assert_int_equal(host_self_cmdline(&cmd), 0);
+    assert_non_null(strstr(cmd, "test_host"));
+    free(cmd);
+    host_close(h);
+    tree_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_errors),        cmocka_unit_test(test_reads_and_faults),
         cmocka_unit_test(test_list_natural_order), cmocka_unit_test(test_topology),
-        cmocka_unit_test(test_topology_garbage),
+        cmocka_unit_test(test_topology_garbage),   cmocka_unit_test(test_writes_and_write_faults),
+        cmocka_unit_test(test_state_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
