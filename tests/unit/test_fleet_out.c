@@ -167,8 +167,8 @@ static void assert_json_parses(const char *text)
 
 static void assert_has(const char *hay, const char *needle)
 {
-    if (!strstr(hay, needle))
-        fail_msg("'%s' not in output:\n%.2000s", needle, hay);
+    if (!hay || !strstr(hay, needle))
+        fail_msg("'%s' not in output:\n%.2000s", needle, hay ? hay : "(none)");
 }
 
 static void assert_lacks(const char *hay, const char *needle)
