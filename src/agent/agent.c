@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
 #include "cli/report.h"
@@ -53,6 +54,10 @@ struct agent {
     struct MHD_Daemon *mhd;
     char *tls_cert_pem, *tls_key_pem, *auth_password;
     int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
+    int gfd;                 /* the guard's 1-s timer, armed only when the
+                              * sampling interval is longer */
+    struct agent_tuning tune;
+    bool tune_started;
     bool stop;
 };
 
@@ -145,10 +150,16 @@ static void take_sample(struct agent *a)
     struct snapshot *s = xcalloc(1, sizeof(*s));
     struct strbuf buf = {0};
     self_update(a, now_monotonic_ns() - t0);
+    struct guard_status gs;
+    if (a->tune.guard) {
+        guard_get_status(a->tune.guard, now_monotonic_ns(), &gs);
+        a->self.guard = &gs;
+    }
     agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, false, &buf);
     s->text = steal(&buf, &s->text_len);
     agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, true, &buf);
     s->openmetrics = steal(&buf, &s->openmetrics_len);
+    a->self.guard = NULL;
     struct json j;
     json_init(&j, false);
     report_render_json(&c, &j);
@@ -395,6 +406,21 @@ static int arm_timer(struct agent *a)
     return 0;
 }
 
+/* The guard's period is min(interval, 1 s): up to 1 s it ticks on the
+ * sampling timer (no extra wake-up); beyond, on its own 1-s timer. */
+static bool guard_timer_needed(const struct agent *a)
+{
+    return a->tune.has_gc && a->cfg.interval_s > 1;
+}
+
+static void arm_guard_timer(struct agent *a)
+{
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (guard_timer_needed(a))
+        its.it_interval.tv_sec = its.it_value.tv_sec = 1;
+    (void)timerfd_settime(a->gfd, 0, &its, NULL);
+}
+
 static void apply_overrides(struct agent_config *c, const struct agent_config *o, unsigned mask)
 {
     if (mask & AGENT_OVR_LISTEN) {
@@ -407,6 +433,10 @@ static void apply_overrides(struct agent_config *c, const struct agent_config *o
     if (mask & AGENT_OVR_ROOT) {
         free(c->root);
         c->root = o->root ? xstrdup(o->root) : NULL;
+    }
+    if (mask & AGENT_OVR_PROFILE) {
+        free(c->profile);
+        c->profile = o->profile ? xstrdup(o->profile) : NULL;
     }
 }
 
@@ -435,10 +465,15 @@ static void reload_config(struct agent *a)
     a->cfg.pue = c.pue;
     free(a->cfg.model);
     a->cfg.model = c.model ? xstrdup(c.model) : NULL;
+    agent_tuning_reload(&a->tune, &c);
+    free(a->cfg.profile);
+    a->cfg.profile = c.profile ? xstrdup(c.profile) : NULL;
+    a->cfg.restore_on_exit = c.restore_on_exit;
     agent_config_free(&c);
     if (load_model(a) < 0)
         model_default(&a->model);
     arm_timer(a);
+    arm_guard_timer(a);
     fprintf(stderr, "watt agent: config reloaded from %s\n", a->config_path);
 }
 
@@ -506,6 +541,8 @@ static void ctl_status(struct agent *a, struct strbuf *out)
     json_kv_double(&j, "uptime_s", (double)now_realtime_ns() / 1e9 - a->self.start_time_s);
     json_kv_double(&j, "cpu_s", a->self.cpu_s);
     json_kv_u64(&j, "rss_bytes", a->self.rss_bytes);
+    json_kv_u64(&j, "wakeups", a->self.wakeups);
+    agent_tuning_status(&a->tune, now_monotonic_ns(), &j);
     json_object_end(&j);
     strbuf_append(out, strbuf_str(&j.out));
     strbuf_append(out, "\n");
@@ -566,13 +603,17 @@ static int open_fds(struct agent *a)
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
     a->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (a->epfd < 0 || a->sfd < 0 || a->tfd < 0)
+    a->gfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (a->epfd < 0 || a->sfd < 0 || a->tfd < 0 || a->gfd < 0)
         return -errno;
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = a->sfd};
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sfd, &ev) < 0)
         return -errno;
     ev.data.fd = a->tfd;
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->tfd, &ev) < 0)
+        return -errno;
+    ev.data.fd = a->gfd;
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->gfd, &ev) < 0)
         return -errno;
     int r = open_control(a);
     if (r < 0)
@@ -582,6 +623,8 @@ static int open_fds(struct agent *a)
 
 static void agent_close(struct agent *a)
 {
+    if (a->tune_started)
+        agent_tuning_stop(&a->tune);
     if (a->mhd)
         MHD_stop_daemon(a->mhd);
     snapshot_unref(a->snap);
@@ -597,6 +640,8 @@ static void agent_close(struct agent *a)
         close(a->sfd);
     if (a->tfd >= 0)
         close(a->tfd);
+    if (a->gfd >= 0)
+        close(a->gfd);
     if (a->cfd >= 0) {
         close(a->cfd);
         (void)unlink(a->cfg.control);
@@ -621,10 +666,16 @@ static void loop(struct agent *a)
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
+            uint64_t ticks;
             if (evs[i].data.fd == a->tfd) {
-                uint64_t ticks;
-                if (read(a->tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
-                    take_sample(a);
+                if (read(a->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+                    continue;
+                if (!guard_timer_needed(a)) /* the guard first: the sample shows it */
+                    agent_tuning_tick(&a->tune, now_monotonic_ns());
+                take_sample(a);
+            } else if (evs[i].data.fd == a->gfd) {
+                if (read(a->gfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+                    agent_tuning_tick(&a->tune, now_monotonic_ns());
             } else if (evs[i].data.fd == a->sfd) {
                 on_signal(a);
             } else if (evs[i].data.fd == a->cfd) {
@@ -644,6 +695,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
     struct agent a = {.epfd = -1,
                       .sfd = -1,
                       .tfd = -1,
+                      .gfd = -1,
                       .config_path = config_path,
                       .overrides = overrides,
                       .override_mask = override_mask};
@@ -657,6 +709,9 @@ int agent_run(const struct agent_config *start, const char *config_path,
     a.cfg.auth_user = start->auth_user ? xstrdup(start->auth_user) : NULL;
     a.cfg.auth_password_file =
         start->auth_password_file ? xstrdup(start->auth_password_file) : NULL;
+    a.cfg.profile = start->profile ? xstrdup(start->profile) : NULL;
+    a.cfg.config_dir = start->config_dir ? xstrdup(start->config_dir) : NULL;
+    a.cfg.journal = start->journal ? xstrdup(start->journal) : NULL;
     a.self.start_time_s = (double)now_realtime_ns() / 1e9;
 
     int r = load_model(&a);
@@ -671,6 +726,12 @@ int agent_run(const struct agent_config *start, const char *config_path,
         fprintf(stderr, "watt agent: %s\n", strerror(-r));
     if (r >= 0)
         r = load_secrets(&a);
+    if (r >= 0) {
+        /* restore what a crash left, apply the profile, start its guard */
+        a.tune_started = true;
+        r = agent_tuning_start(&a.tune, a.h, &a.cfg);
+        arm_guard_timer(&a);
+    }
     if (r >= 0)
         r = start_http(&a);
     if (r < 0) {

@@ -34,6 +34,13 @@ struct agent_config {
     char *auth_user;            /* basic auth: this user ... */
     char *auth_password_file;   /* ... with the password in this file (first line) */
     bool insecure;              /* allow plain HTTP without auth beyond loopback */
+    /* watt tune in the agent (docs/agent.md, "Tuning"): */
+    char *profile;        /* applied at start (journal owner "agent"), its
+                           * [latency] guard run; NULL: none */
+    char *config_dir;     /* profiles.d/ and devices.conf; NULL: $WATT_CONFIG_DIR,
+                           * else /etc/watt */
+    char *journal;        /* relative to the root; default var/lib/watt/journal */
+    bool restore_on_exit; /* restore the profile's values on SIGTERM/SIGINT (yes) */
 };
 
 void agent_config_default(struct agent_config *c);
@@ -44,8 +51,10 @@ bool agent_host_is_loopback(const char *host);
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
 /* Read an INI file over the defaults in *C: [agent] listen, interval, root,
  * rapl_energy (exact|coarse|off), pue, model, max_connections, timeout,
- * max_request_bytes. On error *C is unchanged and ret_err names file and
- * line. Pure text parser below for fuzzing. */
+ * max_request_bytes, control, tls_cert, tls_key, auth_user,
+ * auth_password_file, insecure, profile, config_dir, journal,
+ * restore_on_exit (yes|no). On error *C is unchanged and ret_err names
+ * file and line. Pure text parser below for fuzzing. */
 int agent_config_load(const char *path, struct agent_config *c, char **ret_err);
 int agent_config_parse(const char *text, const char *origin, struct agent_config *c,
                        char **ret_err);
@@ -61,4 +70,5 @@ enum {
     AGENT_OVR_INTERVAL = 1 << 1,
     AGENT_OVR_ROOT = 1 << 2,
     AGENT_OVR_CONTROL = 1 << 3,
+    AGENT_OVR_PROFILE = 1 << 4,
 };

@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "base/util.h"
+#include "tune/profile.h"
 
 void agent_config_default(struct agent_config *c)
 {
@@ -21,6 +22,7 @@ void agent_config_default(struct agent_config *c)
         .timeout_s = 10,
         .max_request_bytes = 16384,
         .control = xstrdup(AGENT_DEFAULT_CONTROL),
+        .restore_on_exit = true,
     };
 }
 
@@ -34,8 +36,12 @@ void agent_config_free(struct agent_config *c)
     free(c->tls_key);
     free(c->auth_user);
     free(c->auth_password_file);
+    free(c->profile);
+    free(c->config_dir);
+    free(c->journal);
     c->listen_host = c->root = c->model = c->control = NULL;
     c->tls_cert = c->tls_key = c->auth_user = c->auth_password_file = NULL;
+    c->profile = c->config_dir = c->journal = NULL;
 }
 
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port)
@@ -87,6 +93,19 @@ static bool num(const char *v, double min, double max, double *ret)
         return false;
     *ret = d;
     return true;
+}
+
+/* A path with a ".." component could leave the root. */
+static bool journal_path_bad(const char *v)
+{
+    for (const char *s = v; *s;) {
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return true;
+        s += n;
+        s += strspn(s, "/");
+    }
+    return !*v;
 }
 
 /* inih reports the line a handler refuses; messages get "FILE:LINE: "
@@ -143,12 +162,27 @@ static int on_entry(void *user, const char *section, const char *key, const char
                                              : &p->c.auth_password_file;
         free(*f);
         *f = *value ? xstrdup(value) : NULL;
-    } else if (streq(key, "insecure")) {
+    } else if (streq(key, "insecure") || streq(key, "restore_on_exit")) {
         if (!streq(value, "yes") && !streq(value, "no")) {
-            p->err = xasprintf("insecure '%s': want yes or no", value);
+            p->err = xasprintf("%s '%s': want yes or no", key, value);
             return 0;
         }
-        p->c.insecure = streq(value, "yes");
+        *(streq(key, "insecure") ? &p->c.insecure : &p->c.restore_on_exit) = streq(value, "yes");
+    } else if (streq(key, "profile")) {
+        if (*value && !profile_name_ok(value)) {
+            p->err = xasprintf("profile '%s': a profile name is [a-z0-9][a-z0-9_.-]*", value);
+            return 0;
+        }
+        free(p->c.profile);
+        p->c.profile = *value ? xstrdup(value) : NULL;
+    } else if (streq(key, "config_dir") || streq(key, "journal")) {
+        char **f = streq(key, "journal") ? &p->c.journal : &p->c.config_dir;
+        if (*value && f == &p->c.journal && journal_path_bad(value)) {
+            p->err = xasprintf("%s '%s': want a path without '..'", key, value);
+            return 0;
+        }
+        free(*f);
+        *f = *value ? xstrdup(value) : NULL;
     } else if (streq(key, "control")) {
         free(p->c.control);
         p->c.control = xstrdup(value);
@@ -194,6 +228,9 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
     p.c.tls_key = dup_or_null(c->tls_key);
     p.c.auth_user = dup_or_null(c->auth_user);
     p.c.auth_password_file = dup_or_null(c->auth_password_file);
+    p.c.profile = dup_or_null(c->profile);
+    p.c.config_dir = dup_or_null(c->config_dir);
+    p.c.journal = dup_or_null(c->journal);
     int r = ini_parse_string(text, on_entry, &p);
     if (!p.err && r > 0)
         p.err = xstrdup("not INI (want key = value lines under [agent])");

@@ -413,6 +413,29 @@ static const struct fam f_lat_cpu =
     GAUGE("watt_cpu_resume_latency_constraint_seconds", "seconds",
           "The CPU's own resume latency limit (pm_qos_resume_latency_us).");
 
+static const struct fam f_guard_held =
+    GAUGE("watt_latency_guard_held", NULL,
+          "1 while the latency guard holds its constraint (the workload is busy).");
+static const struct fam f_guard_held_s = COUNTER("watt_latency_guard_held_seconds_total", "seconds",
+                                                 "Time the latency guard held its constraint.");
+static const struct fam f_guard_trans =
+    COUNTER("watt_latency_guard_transitions_total", NULL,
+            "Times the latency guard's constraint went into or out of force.");
+static const struct fam f_guard_fail =
+    COUNTER("watt_latency_guard_failures_total", NULL,
+            "Holds or releases that failed (retried on the next tick).");
+static const struct fam f_guard_target =
+    GAUGE("watt_latency_guard_target_seconds", "seconds",
+          "The latency the guard holds while the workload is busy.");
+static const struct fam f_guard_busy =
+    GAUGE("watt_latency_guard_workload_busy", NULL,
+          "1 when the guard's workload was busy over the last tick.");
+static const struct fam f_guard_cpu =
+    GAUGE("watt_latency_guard_workload_cpu_ratio", "ratio",
+          "CPU time of the guard's workload over the last tick, in CPUs (1 = one CPU busy).");
+static const struct fam f_guard_conn = GAUGE("watt_latency_guard_workload_connections", NULL,
+                                             "ESTABLISHED TCP connections on the guard's port.");
+
 /* A family of one series without labels. */
 static void single_u64(struct mw *w, const struct fam *f, uint64_t v)
 {
@@ -797,6 +820,40 @@ static void render_latency(struct mw *w, const struct latency_sample *l)
     }
 }
 
+static void guard_series(struct mw *w, const struct fam *f, const struct guard_status *g)
+{
+    fam(w, f);
+    series(w);
+    label(w, "workload", g->workload);
+}
+
+static void render_guard(struct mw *w, const struct guard_status *g)
+{
+    if (!g)
+        return;
+    guard_series(w, &f_guard_held, g);
+    value_u64(w, g->held);
+    guard_series(w, &f_guard_held_s, g);
+    value_double(w, g->held_s);
+    guard_series(w, &f_guard_trans, g);
+    value_u64(w, g->transitions);
+    guard_series(w, &f_guard_fail, g);
+    value_u64(w, g->failures);
+    guard_series(w, &f_guard_target, g);
+    value_fixed(w, (uint64_t)(g->target_us < 0 ? 0 : g->target_us), 6);
+    if (!g->measured)
+        return;
+    guard_series(w, &f_guard_busy, g);
+    value_u64(w, g->busy);
+    if (isfinite(g->cpu_ratio)) {
+        guard_series(w, &f_guard_cpu, g);
+        value_double(w, g->cpu_ratio);
+    } else {
+        guard_series(w, &f_guard_conn, g);
+        value_u64(w, g->connections);
+    }
+}
+
 void agent_metrics_render(const struct report_ctx *c, const struct agent_energy *e,
                           const struct agent_self *self, enum agent_rapl_mode rapl, double pue,
                           bool openmetrics, struct strbuf *out)
@@ -813,6 +870,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
         render_devices(&w, c);
         render_latency(&w, c->cur->latency);
     }
+    render_guard(&w, self ? self->guard : NULL);
     if (openmetrics)
         strbuf_append(out, "# EOF\n");
 }

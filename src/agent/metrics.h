@@ -13,6 +13,7 @@
 #include "base/strbuf.h"
 #include "cli/report.h"
 #include "sense/sample.h"
+#include "tune/guard.h"
 
 enum agent_rapl_mode {
     AGENT_RAPL_EXACT,  /* energy counters as read */
@@ -23,13 +24,14 @@ enum agent_rapl_mode {
 
 /* The agent about itself. */
 struct agent_self {
-    double cpu_s;        /* user + system CPU seconds since start */
-    uint64_t wakeups;    /* voluntary + involuntary context switches */
-    uint64_t rss_bytes;  /* resident set */
-    double sample_s;     /* how long the last sample took */
-    uint64_t samples;    /* samples taken */
-    uint64_t scrapes;    /* /metrics requests served */
-    double start_time_s; /* realtime of the agent's start */
+    double cpu_s;                     /* user + system CPU seconds since start */
+    uint64_t wakeups;                 /* voluntary + involuntary context switches */
+    uint64_t rss_bytes;               /* resident set */
+    double sample_s;                  /* how long the last sample took */
+    uint64_t samples;                 /* samples taken */
+    uint64_t scrapes;                 /* /metrics requests served */
+    double start_time_s;              /* realtime of the agent's start */
+    const struct guard_status *guard; /* the latency guard; NULL when none runs */
 };
 
 /* Monotonic energy totals per (source, domain), corrected for hardware

@@ -12,11 +12,13 @@
 #include "agent/agent.h"
 #include "base/util.h"
 #include "cli/verbs.h"
+#include "tune/profile.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: watt agent [--config FILE] [--listen ADDR:PORT] [--interval S] [--root DIR]\n"
+            "                  [--profile NAME]\n"
             "\n"
             "Export power, C-state, frequency, utilisation, interrupt and device metrics to\n"
             "Prometheus: http://127.0.0.1:%u/metrics by default (text 0.0.4, or OpenMetrics\n"
@@ -26,20 +28,19 @@ static void usage(FILE *f)
             "  --listen ADDR:PORT where to listen (default 127.0.0.1:%u)\n"
             "  --interval S       seconds between samples (default 1)\n"
             "  --root DIR         read a recorded tree instead of this machine\n"
-            "  --control PATH     the watt ctl socket (default %s; '' for none)\n",
+            "  --control PATH     the watt ctl socket (default %s; '' for none)\n"
+            "  --profile NAME     apply this watt tune profile while running and run its\n"
+            "                     [latency] guard; restored on exit (docs/agent.md)\n",
             AGENT_DEFAULT_PORT, AGENT_DEFAULT_PORT, AGENT_DEFAULT_CONTROL);
 }
 
 int verb_agent(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"listen", required_argument, NULL, 'l'},
-        {"interval", required_argument, NULL, 'i'},
-        {"root", required_argument, NULL, 'r'},
-        {"control", required_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
+        {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, 'l'},
+        {"interval", required_argument, NULL, 'i'}, {"root", required_argument, NULL, 'r'},
+        {"control", required_argument, NULL, 'C'},  {"profile", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},           {0},
     };
     struct agent_config cfg, ovr;
     const char *config = NULL;
@@ -86,6 +87,15 @@ int verb_agent(int argc, char **argv)
             ovr.control = xstrdup(optarg);
             mask |= AGENT_OVR_CONTROL;
             break;
+        case 'p':
+            if (!profile_name_ok(optarg)) {
+                fprintf(stderr, "watt agent: --profile '%s': not a profile name\n", optarg);
+                r = 2;
+            }
+            free(ovr.profile);
+            ovr.profile = xstrdup(optarg);
+            mask |= AGENT_OVR_PROFILE;
+            break;
         case 'h':
             usage(stdout);
             r = 1;
@@ -121,6 +131,10 @@ int verb_agent(int argc, char **argv)
         if (mask & AGENT_OVR_CONTROL) {
             free(cfg.control);
             cfg.control = xstrdup(ovr.control);
+        }
+        if (mask & AGENT_OVR_PROFILE) {
+            free(cfg.profile);
+            cfg.profile = xstrdup(ovr.profile);
         }
         r = agent_run(&cfg, config, &ovr, mask) < 0 ? 1 : 0;
     }

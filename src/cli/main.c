@@ -12,6 +12,9 @@ static const struct verb verbs[] = {
     {"fleet", verb_fleet, "simulate VM consolidation over a fleet: sim, compare"},
     {"agent", verb_agent, "export power, C-state and wake-up metrics to Prometheus"},
     {"ctl", verb_ctl, "talk to a running agent: status, reload, sample"},
+    {"tune", verb_tune,
+     "apply a tuning profile (latency, powersave, ...) through the undo journal"},
+    {"restore", verb_restore, "put back every value watt tune and the agent changed"},
 };
 
 static void usage(FILE *f)

@@ -14,6 +14,8 @@
 #include "cli/verbs.h"
 #include "config.h"
 #include "sense/clock.h"
+#include "sense/devpolicy.h"
+#include "tune/profile.h"
 
 static const struct report_section *const sections[] = {
     &report_section_host,      &report_section_power,       &report_section_cstates,
@@ -201,7 +203,7 @@ void report_render_text(const struct report_ctx *c, struct strbuf *out)
 static void report_usage(FILE *f)
 {
     fputs("usage: watt report [--interval SECONDS] [--json] [--root DIR] [--per-cpu]\n"
-          "                   [--model FILE|NAME] [--pue X]\n"
+          "                   [--model FILE|NAME] [--pue X] [--config-dir DIR]\n"
           "\n"
           "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
           "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
@@ -213,7 +215,9 @@ static void report_usage(FILE *f)
           "  -p, --per-cpu      text: a line per CPU even on large machines\n"
           "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
           "                     or an INI file (docs/power-model.md)\n"
-          "      --pue X        facility watts per IT watt (default from the model, 1.5)\n",
+          "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
+          "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
+          "                     `watt tune`, is (default /etc/watt; also $WATT_CONFIG_DIR)\n",
           f);
 }
 
@@ -221,21 +225,27 @@ struct report_opts {
     double interval;
     bool json, per_cpu;
     const char *root, *model;
+    const char *config_dir; /* NULL: $WATT_CONFIG_DIR, else /etc/watt */
     double pue;
 };
 
 static int parse_opts(int argc, char **argv, struct report_opts *o)
 {
     static const struct option opts[] = {
-        {"interval", required_argument, NULL, 'i'}, {"json", no_argument, NULL, 'j'},
-        {"root", required_argument, NULL, 'r'},     {"per-cpu", no_argument, NULL, 'p'},
-        {"model", required_argument, NULL, 'm'},    {"pue", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},           {0},
+        {"interval", required_argument, NULL, 'i'},
+        {"json", no_argument, NULL, 'j'},
+        {"root", required_argument, NULL, 'r'},
+        {"per-cpu", no_argument, NULL, 'p'},
+        {"model", required_argument, NULL, 'm'},
+        {"pue", required_argument, NULL, 'P'},
+        {"config-dir", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     *o = (struct report_opts){.interval = 1.0, .pue = NAN};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "i:jr:pm:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "i:jr:pm:c:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'i':
             if (parse_double(optarg, &o->interval) < 0 || o->interval < 0 || o->interval > 3600) {
@@ -260,6 +270,9 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
                 fprintf(stderr, "watt report: --pue '%s': want a number in 1.0..10.0\n", optarg);
                 return -EINVAL;
             }
+            break;
+        case 'c':
+            o->config_dir = optarg;
             break;
         case 'h':
             report_usage(stdout);
@@ -300,6 +313,22 @@ static int load_model(const struct report_opts *o, bool vm, struct power_model *
     return 0;
 }
 
+/* CONFDIR/devices.conf, the device policy `watt tune` applies too. A
+ * missing file is fine (*ret NULL: built-in rules); a bad one is an error
+ * naming file:line, before any sampling. */
+static int load_devpolicy(const struct report_opts *o, struct devpolicy **ret)
+{
+    const char *dir = o->config_dir ? o->config_dir : getenv("WATT_CONFIG_DIR");
+    if (!dir || !*dir)
+        dir = PROFILE_CONFDIR_DEFAULT;
+    _cleanup_free_ char *err = NULL;
+    if (devpolicy_load(dir, ret, &err) < 0) {
+        fprintf(stderr, "watt report: %s\n", err);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static void sleep_s(double s)
 {
     struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
@@ -316,9 +345,14 @@ int verb_report(int argc, char **argv)
     struct power_model model;
     if (load_model(&o, false, &model) < 0)
         return 2; /* a broken model file fails before any sampling */
+    struct devpolicy *pol = NULL;
+    if (load_devpolicy(&o, &pol) < 0)
+        return 2;
     struct host *h;
-    if (cli_open_host(o.root, &h) < 0)
+    if (cli_open_host(o.root, &h) < 0) {
+        devpolicy_free(pol);
         return 1;
+    }
     struct sense *sense;
     sense_open(h, &sense);
     struct sample *a = NULL, *b = NULL;
@@ -348,6 +382,7 @@ int verb_report(int argc, char **argv)
                                 : o.interval,
         .per_cpu = o.per_cpu,
         .diags = &diags,
+        .devpolicy = pol,
     };
     struct power_summary ps;
     report_power_build(&c, &model, &ps);
@@ -372,5 +407,6 @@ int verb_report(int argc, char **argv)
     sample_free(b);
     sense_close(sense);
     host_close(h);
+    devpolicy_free(pol);
     return 0;
 }

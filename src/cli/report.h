@@ -10,6 +10,8 @@
 #include "model/power.h"
 #include "sense/sampler.h"
 
+struct devpolicy;
+
 #define REPORT_WIDTH 100
 
 struct report_ctx {
@@ -22,6 +24,9 @@ struct report_ctx {
     bool per_cpu;             /* text: every CPU, not only per-package lines */
     const struct power_summary *power;
     struct diags *diags; /* problems found while computing rates */
+    /* CONFDIR/devices.conf (sense/devpolicy.h); NULL when there is none:
+     * built-in rules only. */
+    const struct devpolicy *devpolicy;
 };
 
 struct report_section {

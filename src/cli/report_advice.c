@@ -144,19 +144,23 @@ static void advise_devices(const struct report_ctx *c, struct advice_list *l)
     if (!c->cur->devices)
         return;
     struct device_candidate *v = NULL;
-    size_t n = devices_candidates(c->cur->devices, c->b ? c->a->devices : NULL, &v);
+    size_t n =
+        devices_candidates_policy(c->cur->devices, c->b ? c->a->devices : NULL, c->devpolicy, &v);
     for (size_t i = 0; i < n; i++) {
         if (v[i].verdict != DEV_VERDICT_SAFE)
             continue;
         const struct device_info *d = v[i].dev;
-        _cleanup_free_ char *path = xasprintf("%s/power/control", d->path);
+        /* control already auto: only a negative autosuspend delay keeps it on */
+        bool delay = d->control == DEV_CONTROL_AUTO;
+        _cleanup_free_ char *path =
+            xasprintf("%s/power/%s", d->path, delay ? "autosuspend_delay_ms" : "control");
         _cleanup_free_ char *shown = host_kernel_path(HOST_SYS, path);
         struct advice *a = add(l);
         a->action = d->driver
                         ? xasprintf("allow runtime PM on %s %s (%s)", d->bus, d->name, d->driver)
                         : xasprintf("allow runtime PM on %s %s", d->bus, d->name);
         a->why = xstrdup(v[i].reason ? v[i].reason : "it never suspends");
-        a->how = xasprintf("write auto to %s", shown);
+        a->how = xasprintf("write %s to %s", delay ? "2000" : "auto", shown);
         a->saving_w = v[i].saving_w;
         a->basis = v[i].basis;
         a->latency_us = v[i].resume_ms * 1000.0;

@@ -9,6 +9,7 @@
 #include "base/util.h"
 #include "cli/report.h"
 #include "sense/devices.h"
+#include "sense/devpolicy.h"
 #include "sense/devsafety.h"
 
 /* Above this many rows the text table shows only the devices that never
@@ -67,7 +68,7 @@ static void kv_ms(struct json *j, const char *key, uint64_t v)
     v == VAL_NONE ? json_null(j) : json_u64(j, v);
 }
 
-static void device_json(const struct device_candidate *c, struct json *j)
+static void device_json(const struct device_candidate *c, bool policy, struct json *j)
 {
     const struct device_info *d = c->dev;
     json_object_begin(j);
@@ -106,6 +107,11 @@ static void device_json(const struct device_candidate *c, struct json *j)
     json_kv_double(j, "resume_ms", c->resume_ms);
     json_kv_string(j, "saving_basis", c->verdict == DEV_VERDICT_SAFE ? c->basis : NULL);
     json_kv_string(j, "action", c->action);
+    if (policy) {
+        /* only with a devices.conf: the report without one stays as it was */
+        _cleanup_free_ char *rule = c->rule ? devpolicy_rule_name(c->rule) : NULL;
+        json_kv_string(j, "policy_rule", rule);
+    }
     json_object_end(j);
 }
 
@@ -152,7 +158,7 @@ static void devices_json(const struct report_ctx *c, struct json *j)
         return;
     }
     struct device_candidate *v;
-    size_t n = devices_assess(ds, c->b ? c->a->devices : NULL, &v);
+    size_t n = devices_assess_policy(ds, c->b ? c->a->devices : NULL, c->devpolicy, &v);
     struct dev_counts k = count(v, n);
     json_object_begin(j);
     json_kv_string(j, "basis", c->b ? "interval" : "since_boot");
@@ -169,12 +175,16 @@ static void devices_json(const struct report_ctx *c, struct json *j)
     json_kv_string(j, "default_nic", ds->default_nic);
     json_kv_string(j, "default_nic_note",
                    ds->no_default_route ? "no default route" : ds->default_nic_why);
+    if (c->devpolicy) {
+        json_kv_string(j, "policy_file", c->devpolicy->file);
+        json_kv_u64(j, "policy_rules", c->devpolicy->n);
+    }
     anchors_json(ds, j);
     json_key(j, "devices");
     json_array_begin(j);
     for (size_t i = 0; i < n; i++)
         if (v[i].dev->status != DEV_STATUS_UNSUPPORTED)
-            device_json(&v[i], j);
+            device_json(&v[i], c->devpolicy != NULL, j);
     json_array_end(j);
     unsupported_json(v, n, j);
     json_object_end(j);
@@ -236,7 +246,8 @@ static void reasons_text(const struct device_candidate *v, size_t n, struct strb
     }
 }
 
-static void context_text(const struct devices_sample *ds, struct strbuf *out)
+static void context_text(const struct report_ctx *c, const struct devices_sample *ds,
+                         struct strbuf *out)
 {
     strbuf_appendf(out, "  root filesystem: %s%s%s\n", ds->rootfs ? ds->rootfs : "unknown",
                    ds->rootfs_why ? "; " : "", ds->rootfs_why ? ds->rootfs_why : "");
@@ -245,6 +256,9 @@ static void context_text(const struct devices_sample *ds, struct strbuf *out)
                    : ds->no_default_route ? "none"
                                           : "unknown",
                    ds->default_nic_why ? "; " : "", ds->default_nic_why ? ds->default_nic_why : "");
+    if (c->devpolicy)
+        strbuf_appendf(out, "  policy: %s (%zu rule%s) and the built-in rules\n",
+                       c->devpolicy->file, c->devpolicy->n, c->devpolicy->n == 1 ? "" : "s");
 }
 
 static void devices_text(const struct report_ctx *c, struct strbuf *out)
@@ -256,13 +270,13 @@ static void devices_text(const struct report_ctx *c, struct strbuf *out)
         return;
     }
     struct device_candidate *v;
-    size_t n = devices_assess(ds, c->b ? c->a->devices : NULL, &v);
+    size_t n = devices_assess_policy(ds, c->b ? c->a->devices : NULL, c->devpolicy, &v);
     struct dev_counts k = count(v, n);
     strbuf_appendf(out,
                    "  %zu devices with runtime PM (%zu listed), %zu never suspend, %zu safe "
                    "candidate%s\n",
                    k.with_rpm, k.listed, k.never, k.safe, k.safe == 1 ? "" : "s");
-    context_text(ds, out);
+    context_text(c, ds, out);
     if (k.with_rpm && !c->b)
         strbuf_append(out, "  one snapshot: suspended share since boot\n");
     if (k.with_rpm) {

@@ -12,6 +12,8 @@ int verb_snapshot(int argc, char **argv);
 int verb_fleet(int argc, char **argv);
 int verb_agent(int argc, char **argv);
 int verb_ctl(int argc, char **argv);
+int verb_tune(int argc, char **argv);    /* cli/tune.c */
+int verb_restore(int argc, char **argv); /* cli/tune.c */
 
 /* Shared option handling: opens the root for --root DIR / $WATT_ROOT and
  * prints a clear error naming it on failure. */

@@ -7,6 +7,7 @@
 
 #include "base/util.h"
 #include "sense/devices.h"
+#include "sense/devpolicy.h"
 
 #define PCI_VENDOR_REDHAT_VIRTIO 0x1af4
 #define PCI_BASE_BRIDGE          0x06
@@ -258,9 +259,10 @@ static bool is_bmc_video(const struct device_info *d)
            (d->vendor == 0x1a03 || d->vendor == 0x102b);
 }
 
-/* The first rule that forbids suspending d, else NULL. */
-static const char *unsafe_rule(const struct devices_sample *s, const struct device_info *d,
-                               char **ret_reason)
+/* The rules no list can override: suspending these devices loses the
+ * root disk, the network, keystrokes or the VM's console. */
+static const char *hard_rule(const struct devices_sample *s, const struct device_info *d,
+                             char **ret_reason)
 {
     const struct device_anchor *a = find_anchor(s, d, DEV_ANCHOR_ROOTFS);
     if (a) {
@@ -304,7 +306,32 @@ static const char *unsafe_rule(const struct devices_sample *s, const struct devi
         *ret_reason = xstrdup("BMC video: the remote console (IPMI KVM) draws through it");
         return "BMC console";
     }
+    return NULL;
+}
+
+/* The first rule that forbids suspending d, else NULL: the hard rules,
+ * the built-in deny list, the user's deny rules, then wakeup unless the
+ * user allows it (*ret_allow, for the SAFE reason). */
+static const char *unsafe_rule(const struct devices_sample *s, const struct device_info *d,
+                               const struct devpolicy *pol, char **ret_reason,
+                               const struct devpolicy_rule **ret_rule)
+{
+    const char *tag = hard_rule(s, d, ret_reason);
+    if (!tag)
+        tag = devpolicy_builtin_deny(s, d, ret_reason);
+    if (tag)
+        return tag;
+    const struct devpolicy_rule *r = devpolicy_find(pol, s, d, DEVPOLICY_DENY);
+    if (r) {
+        _cleanup_free_ char *name = devpolicy_rule_name(r);
+        *ret_reason = xasprintf("denied by %s", name);
+        *ret_rule = r;
+        return "denied";
+    }
     if (d->wakeup == DEV_WAKEUP_ENABLED && d->control != DEV_CONTROL_AUTO) {
+        *ret_rule = devpolicy_find(pol, s, d, DEVPOLICY_ALLOW);
+        if (*ret_rule)
+            return NULL;
         *ret_reason = xstrdup("wakeup enabled: it is armed to wake the system, and "
                               "autosuspend would change how it signals");
         return "wakeup";
@@ -312,11 +339,24 @@ static const char *unsafe_rule(const struct devices_sample *s, const struct devi
     return NULL;
 }
 
-enum dev_verdict devsafety_judge(const struct devices_sample *s, const struct device_info *d,
-                                 int never_suspends, const char **ret_tag, char **ret_reason)
+static char *safe_reason(const struct device_info *d, const struct devpolicy_rule *allow)
+{
+    if (allow) {
+        _cleanup_free_ char *name = devpolicy_rule_name(allow);
+        return xasprintf("safe to autosuspend: wakeup enabled, allowed by %s", name);
+    }
+    return xstrdup(d->control == DEV_CONTROL_AUTO
+                       ? "safe to autosuspend: only autosuspend_delay_ms < 0 keeps it on"
+                       : "safe to autosuspend: nothing depends on it staying on");
+}
+
+static enum dev_verdict judge(const struct devices_sample *s, const struct device_info *d,
+                              int never_suspends, const struct devpolicy *pol, const char **ret_tag,
+                              char **ret_reason, const struct devpolicy_rule **ret_rule)
 {
     const char *tag;
     char *why = NULL;
+    const struct devpolicy_rule *rule = NULL;
     enum dev_verdict v = DEV_VERDICT_NOT_CANDIDATE;
     if (d->status == DEV_STATUS_UNSUPPORTED) {
         tag = "unsupported";
@@ -335,23 +375,52 @@ enum dev_verdict devsafety_judge(const struct devices_sample *s, const struct de
                d->class_code >> 16 == PCI_BASE_BRIDGE) {
         tag = "bridge";
         why = xstrdup("not a candidate: bridge (every device behind it would be affected)");
-    } else if ((tag = unsafe_rule(s, d, &why))) {
+    } else if ((tag = unsafe_rule(s, d, pol, &why, &rule))) {
         v = DEV_VERDICT_UNSAFE;
     } else if (d->control == DEV_CONTROL_AUTO &&
                !(d->has_autosuspend && d->autosuspend_delay_ms < 0)) {
         tag = "held";
         why = xstrdup("allowed to suspend (control auto) but kept active by its driver or "
                       "a busy child");
+        rule = NULL;
     } else {
         v = DEV_VERDICT_SAFE;
         tag = "safe";
-        why = xstrdup(d->control == DEV_CONTROL_AUTO
-                          ? "safe to autosuspend: only autosuspend_delay_ms < 0 keeps it on"
-                          : "safe to autosuspend: nothing depends on it staying on");
+        why = safe_reason(d, rule);
     }
     *ret_tag = tag;
     *ret_reason = why;
+    *ret_rule = rule;
     return v;
+}
+
+enum dev_verdict devsafety_judge_policy(const struct devices_sample *s, const struct device_info *d,
+                                        int never_suspends, const struct devpolicy *pol,
+                                        const char **ret_tag, char **ret_reason)
+{
+    const struct devpolicy_rule *rule;
+    return judge(s, d, never_suspends, pol, ret_tag, ret_reason, &rule);
+}
+
+bool devsafety_safe_when_on(const struct devices_sample *s, const struct device_info *d,
+                            const struct devpolicy *pol)
+{
+    if (!device_has_rpm(d) || d->status == DEV_STATUS_ERROR)
+        return false;
+    struct device_info on = *d;
+    on.control = DEV_CONTROL_ON;
+    on.status = DEV_STATUS_ACTIVE;
+    on.suspended_ms = 0;
+    const char *tag;
+    const struct devpolicy_rule *rule;
+    _cleanup_free_ char *why = NULL;
+    return judge(s, &on, 1, pol, &tag, &why, &rule) == DEV_VERDICT_SAFE;
+}
+
+enum dev_verdict devsafety_judge(const struct devices_sample *s, const struct device_info *d,
+                                 int never_suspends, const char **ret_tag, char **ret_reason)
+{
+    return devsafety_judge_policy(s, d, never_suspends, NULL, ret_tag, ret_reason);
 }
 
 /* ---- expected saving and latency: typical figures per class ---- */
@@ -394,12 +463,13 @@ static struct saving typical_saving(const struct device_info *d)
 }
 
 static void fill(const struct devices_sample *s, const struct devices_sample *prev,
-                 const struct device_info *d, struct device_candidate *c)
+                 const struct devpolicy *pol, const struct device_info *d,
+                 struct device_candidate *c)
 {
     const struct device_info *p = devices_find(prev, d->bus, d->name);
     int never = devices_never_suspends(d, p);
     *c = (struct device_candidate){.dev = d, .never_suspends = never > 0};
-    c->verdict = devsafety_judge(s, d, never, &c->tag, &c->reason);
+    c->verdict = judge(s, d, never, pol, &c->tag, &c->reason, &c->rule);
     c->suspended_pct = c->saving_w = c->saving_lo_w = c->saving_hi_w = c->resume_ms = NAN;
     if (d->active_ms != VAL_NONE && d->suspended_ms != VAL_NONE) {
         double act = (double)d->active_ms, sus = (double)d->suspended_ms;
@@ -424,24 +494,24 @@ static void fill(const struct devices_sample *s, const struct devices_sample *pr
     }
 }
 
-size_t devices_assess(const struct devices_sample *s, const struct devices_sample *prev,
-                      struct device_candidate **ret)
+size_t devices_assess_policy(const struct devices_sample *s, const struct devices_sample *prev,
+                             const struct devpolicy *pol, struct device_candidate **ret)
 {
     *ret = NULL;
     if (!s || !s->n)
         return 0;
     struct device_candidate *v = xcalloc(s->n, sizeof(*v));
     for (size_t i = 0; i < s->n; i++)
-        fill(s, prev, &s->dev[i], &v[i]);
+        fill(s, prev, pol, &s->dev[i], &v[i]);
     *ret = v;
     return s->n;
 }
 
-size_t devices_candidates(const struct devices_sample *s, const struct devices_sample *prev,
-                          struct device_candidate **ret)
+size_t devices_candidates_policy(const struct devices_sample *s, const struct devices_sample *prev,
+                                 const struct devpolicy *pol, struct device_candidate **ret)
 {
     struct device_candidate *all;
-    size_t n = devices_assess(s, prev, &all), k = 0;
+    size_t n = devices_assess_policy(s, prev, pol, &all), k = 0;
     for (size_t i = 0; i < n; i++) {
         bool keep = all[i].never_suspends && all[i].dev->status != DEV_STATUS_UNSUPPORTED &&
                     all[i].dev->status != DEV_STATUS_ERROR;
@@ -456,6 +526,18 @@ size_t devices_candidates(const struct devices_sample *s, const struct devices_s
     }
     *ret = all;
     return k;
+}
+
+size_t devices_assess(const struct devices_sample *s, const struct devices_sample *prev,
+                      struct device_candidate **ret)
+{
+    return devices_assess_policy(s, prev, NULL, ret);
+}
+
+size_t devices_candidates(const struct devices_sample *s, const struct devices_sample *prev,
+                          struct device_candidate **ret)
+{
+    return devices_candidates_policy(s, prev, NULL, ret);
 }
 
 void device_candidates_free(struct device_candidate *v, size_t n)

@@ -22,6 +22,11 @@ static void test_defaults(void **state)
     assert_int_equal(c.port, AGENT_DEFAULT_PORT);
     assert_true(c.interval_s == 1);
     assert_int_equal(c.rapl, AGENT_RAPL_EXACT);
+    /* no tuning unless asked; when asked, restored on exit */
+    assert_null(c.profile);
+    assert_null(c.config_dir);
+    assert_null(c.journal);
+    assert_true(c.restore_on_exit);
     agent_config_free(&c);
 }
 
@@ -65,6 +70,11 @@ static void test_parse_bad(void **state)
         {"[other]\nx = 1\n", 2},
         {"interval = 1\n", 1},
         {"[agent\n", 1},
+        {"[agent]\nprofile = Web Server\n", 2},
+        {"[agent]\nprofile = ../../etc/passwd\n", 2},
+        {"[agent]\nrestore_on_exit = maybe\n", 2},
+        {"[agent]\njournal = var/../../etc/journal\n", 2},
+        {"[agent]\njournal = ..\n", 2},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -81,6 +91,38 @@ static void test_parse_bad(void **state)
         free(err);
         agent_config_free(&c);
     }
+}
+
+/* The tuning keys; an empty value goes back to the default. */
+static void test_parse_tuning(void **state)
+{
+    struct agent_config c;
+    char *err = NULL;
+    (void)state;
+    agent_config_default(&c);
+    assert_int_equal(agent_config_parse("[agent]\nprofile = web-1.low_lat\nconfig_dir = /srv/watt\n"
+                                        "journal = /var/lib/watt/agent-journal\n"
+                                        "restore_on_exit = no\n",
+                                        "a.ini", &c, &err),
+                     0);
+    assert_string_equal(c.profile, "web-1.low_lat");
+    assert_string_equal(c.config_dir, "/srv/watt");
+    assert_string_equal(c.journal, "/var/lib/watt/agent-journal");
+    assert_false(c.restore_on_exit);
+    /* a failing parse keeps them */
+    assert_int_equal(agent_config_parse("[agent]\nprofile =\nbogus = 1\n", "a.ini", &c, &err),
+                     -EINVAL);
+    assert_string_equal(c.profile, "web-1.low_lat");
+    free(err);
+    assert_int_equal(agent_config_parse("[agent]\nprofile =\njournal =\nconfig_dir =\n"
+                                        "restore_on_exit = yes\n",
+                                        "a.ini", &c, &err),
+                     0);
+    assert_null(c.profile);
+    assert_null(c.journal);
+    assert_null(c.config_dir);
+    assert_true(c.restore_on_exit);
+    agent_config_free(&c);
 }
 
 static void test_listen(void **state)
@@ -107,9 +149,8 @@ static void test_listen(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_parse_good),
-        cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_defaults),  cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_bad), cmocka_unit_test(test_parse_tuning),
         cmocka_unit_test(test_listen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,431 @@
+/* watt tune inside the agent: see tuning.h. */
+#include "agent/tuning.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/util.h"
+#include "sense/devpolicy.h"
+#include "tune/journal.h"
+#include "tune/plan.h"
+#include "tune/profile.h"
+
+#define OWNER "agent"
+
+static const char *confdir_of(const struct agent_config *c)
+{
+    if (c->config_dir)
+        return c->config_dir;
+    const char *env = getenv("WATT_CONFIG_DIR");
+    return env && *env ? env : PROFILE_CONFDIR_DEFAULT;
+}
+
+/* The journal's path under the root: a leading '/' names the same place. */
+static char *journal_of(const struct agent_config *c)
+{
+    const char *p = c->journal ? c->journal : JOURNAL_DEFAULT_PATH;
+    p += strspn(p, "/");
+    return xstrdup(p);
+}
+
+/* Open the journal, saying once per wait that another tuner holds it. */
+static int open_journal(struct agent_tuning *t, const char *owner, struct journal **ret)
+{
+    _cleanup_free_ char *err = NULL;
+    int r = journal_open(t->h, t->journal, owner, ret, &err);
+    if (r == -EBUSY) {
+        if (!t->locked_logged)
+            fprintf(stderr, "watt agent: %s; trying again every tick\n", err);
+        t->locked_logged = true;
+    } else if (r < 0) {
+        fprintf(stderr, "watt agent: %s\n", err ? err : strerror(-r));
+    } else {
+        t->locked_logged = false;
+    }
+    return r;
+}
+
+/* Restore OWNER's records, logging what came back and what did not. */
+static int restore_owner(struct journal *j, const char *owner, const char *why)
+{
+    struct journal_restore_report rep = {0};
+    int r = journal_restore(j, owner, false, &rep);
+    if (rep.restored || rep.failed || rep.skipped)
+        fprintf(stderr,
+                "watt agent: %s: restored %zu value%s of owner %s, %zu failed, %zu skipped\n", why,
+                rep.restored, rep.restored == 1 ? "" : "s", owner, rep.failed, rep.skipped);
+    for (size_t i = 0; i < rep.nlines; i++)
+        fprintf(stderr, "watt agent:   %s\n", rep.lines[i]);
+    journal_restore_report_free(&rep);
+    return r;
+}
+
+static bool has_stale(struct agent_tuning *t)
+{
+    struct journal_log log;
+    if (journal_read(t->h, t->journal, &log) < 0)
+        return true; /* unreadable: let the restore report it */
+    bool stale = false;
+    for (size_t i = 0; i < log.n && !stale; i++)
+        stale = streq(log.v[i].owner, OWNER) || streq(log.v[i].owner, GUARD_JOURNAL_OWNER);
+    journal_log_free(&log);
+    return stale;
+}
+
+/* Values a crashed agent (or one with restore_on_exit = no) left: the
+ * guard's first (its writes came after the profile's), then the
+ * profile's. Returns -EBUSY while another tuner holds the journal. */
+static int recover(struct agent_tuning *t)
+{
+    if (!has_stale(t))
+        return 0;
+    struct journal *j;
+    int r = open_journal(t, OWNER, &j);
+    if (r < 0)
+        return r;
+    restore_owner(j, GUARD_JOURNAL_OWNER, "left by a previous run");
+    restore_owner(j, OWNER, "left by a previous run");
+    journal_close(j);
+    return 0;
+}
+
+/* Everything about a profile that can fail before a write: load, the
+ * guard's section, the device policy and the plan. */
+struct loaded {
+    struct profile *p;
+    struct guard_config gc;
+    bool has_guard;
+};
+
+static void loaded_clear(struct loaded *l)
+{
+    profile_free(l->p);
+    if (l->has_guard)
+        guard_config_clear(&l->gc);
+    *l = (struct loaded){0};
+}
+
+static int build_plan(struct agent_tuning *t, const struct profile *p, struct tune_plan *ret,
+                      char **ret_err)
+{
+    struct devpolicy *dp = NULL;
+    int r = devpolicy_load(t->confdir, &dp, ret_err);
+    if (r < 0)
+        return r;
+    r = tune_plan_build(t->h, p, dp, ret, ret_err);
+    devpolicy_free(dp);
+    return r;
+}
+
+static int load(struct agent_tuning *t, const char *name, struct loaded *ret)
+{
+    struct loaded l = {0};
+    _cleanup_free_ char *err = NULL;
+    int r = profile_load(name, t->confdir, &l.p, &err);
+    if (r >= 0) {
+        r = guard_config_from_profile(t->h, l.p, &l.gc, &err);
+        l.has_guard = r == 0;
+        if (r == -ENOENT)
+            r = 0;
+    }
+    struct tune_plan plan = {0};
+    if (r >= 0 && (r = build_plan(t, l.p, &plan, &err)) >= 0)
+        tune_plan_free(&plan);
+    if (r < 0) {
+        fprintf(stderr, "watt agent: profile %s: %s\n", name, err ? err : strerror(-r));
+        loaded_clear(&l);
+        return r;
+    }
+    *ret = l;
+    return 0;
+}
+
+/* Apply the loaded profile's plan, built now against the values in
+ * force. -EBUSY while the journal is locked. */
+static int apply(struct agent_tuning *t)
+{
+    struct tune_plan plan = {0};
+    _cleanup_free_ char *err = NULL;
+    int r = build_plan(t, t->prof, &plan, &err);
+    if (r < 0) {
+        fprintf(stderr, "watt agent: profile %s: %s\n", t->profile, err);
+        return r;
+    }
+    for (size_t i = 0; i < plan.nnotes; i++)
+        fprintf(stderr, "watt agent: profile %s: %s\n", t->profile, plan.notes[i]);
+    if (plan.n) {
+        struct journal *j;
+        r = open_journal(t, OWNER, &j);
+        if (r >= 0) {
+            r = tune_plan_apply(j, &plan, &err);
+            journal_close(j);
+            if (r < 0)
+                fprintf(stderr, "watt agent: profile %s not applied: %s\n", t->profile, err);
+        }
+    }
+    if (r >= 0) {
+        t->applied = true;
+        t->nchanges = plan.n;
+        fprintf(stderr, "watt agent: profile %s applied: %zu value%s changed\n", t->profile, plan.n,
+                plan.n == 1 ? "" : "s");
+    }
+    tune_plan_free(&plan);
+    return r;
+}
+
+static void start_guard(struct agent_tuning *t)
+{
+    const struct guard_config *c = &t->gc;
+    guard_new(t->h, c, t->journal, &t->guard);
+    _cleanup_free_ char *cpus = cpuset_format(&c->cpus);
+    _cleanup_free_ char *what = cpuset_count(&c->cpus)
+                                    ? xasprintf("the resume latency of CPUs %s", cpus)
+                                    : xstrdup("cpu_dma_latency");
+    fprintf(stderr,
+            "watt agent: latency guard: %s at %d µs while %s is busy for %g s, released after "
+            "%g s idle\n",
+            what, c->latency_us, c->workload.spec, c->busy_after_s, c->idle_after_s);
+}
+
+/* Take the loaded profile as the running one (applied by settle()). */
+static void adopt(struct agent_tuning *t, const char *name, struct loaded *l)
+{
+    free(t->profile);
+    t->profile = xstrdup(name);
+    profile_free(t->prof);
+    t->prof = TAKE_PTR(l->p);
+    if (t->has_gc)
+        guard_config_clear(&t->gc);
+    t->gc = l->gc;
+    t->has_gc = l->has_guard;
+    l->has_guard = false;
+    t->applied = false;
+    t->nchanges = 0;
+    t->need_apply = true;
+}
+
+/* Do what can be done now, in order: restore stale records, apply the
+ * profile over the original values, start the guard. A locked journal
+ * leaves the rest for the next tick; a refused write is an error. */
+static int settle(struct agent_tuning *t)
+{
+    if (t->need_recover) {
+        if (recover(t) == -EBUSY)
+            return 0;
+        t->need_recover = false;
+    }
+    if (t->need_apply) {
+        int r = apply(t);
+        if (r == -EBUSY)
+            return 0;
+        t->need_apply = false;
+        if (r < 0)
+            return r;
+    }
+    if (t->has_gc && !t->guard)
+        start_guard(t);
+    return 0;
+}
+
+int agent_tuning_start(struct agent_tuning *t, struct host *h, const struct agent_config *c)
+{
+    *t = (struct agent_tuning){
+        .h = h,
+        .journal = journal_of(c),
+        .confdir = xstrdup(confdir_of(c)),
+        .restore_on_exit = c->restore_on_exit,
+        .need_recover = true,
+    };
+    if (c->profile) {
+        struct loaded l;
+        int r = load(t, c->profile, &l);
+        if (r < 0)
+            return r;
+        adopt(t, c->profile, &l);
+        loaded_clear(&l);
+    }
+    return settle(t);
+}
+
+void agent_tuning_tick(struct agent_tuning *t, uint64_t now_ns)
+{
+    if ((t->need_recover || t->need_apply || (t->has_gc && !t->guard)) && settle(t) < 0)
+        fprintf(stderr, "watt agent: profile %s is not in force\n", t->profile);
+    if (!t->guard)
+        return;
+    _cleanup_free_ char *msg = NULL;
+    guard_tick(t->guard, now_ns, &msg);
+    if (msg)
+        fprintf(stderr, "watt agent: %s\n", msg);
+}
+
+static void pause_100ms(void)
+{
+    nanosleep(&(struct timespec){0, 100000000}, NULL);
+}
+
+/* Release and stop the guard. WAIT: a locked journal (per-CPU mode) is
+ * tried for up to 2 s; what still fails is restored at the next start. */
+static void stop_guard(struct agent_tuning *t, bool wait)
+{
+    if (!t->guard)
+        return;
+    int r;
+    for (int tries = 0;; tries++) {
+        _cleanup_free_ char *err = NULL;
+        r = guard_release(t->guard, &err);
+        if (r != -EBUSY || !wait || tries >= 20) {
+            if (r < 0)
+                fprintf(stderr, "watt agent: latency guard: %s\n", err);
+            break;
+        }
+        pause_100ms();
+    }
+    guard_free(t->guard); /* after a failure: leaves the records for the next start */
+    t->guard = NULL;
+}
+
+/* Release the guard and restore the profile's values. ON_EXIT tries a
+ * locked journal for up to 2 s: the lock is only ever held briefly. */
+static int unwind(struct agent_tuning *t, bool on_exit)
+{
+    stop_guard(t, on_exit);
+    if (!t->applied || !t->nchanges)
+        return 0;
+    struct journal *j;
+    int r;
+    for (int tries = 0; (r = open_journal(t, OWNER, &j)) == -EBUSY && on_exit && tries < 20;
+         tries++)
+        pause_100ms();
+    if (r < 0)
+        return r;
+    /* what the kernel refused stays in the journal, for watt restore */
+    restore_owner(j, OWNER, on_exit ? "exit" : "profile change");
+    journal_close(j);
+    t->applied = false;
+    return 0;
+}
+
+static bool same_profile(const struct profile *a, const struct profile *b)
+{
+    if (!a || !b || a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (!streq(a->v[i].section, b->v[i].section) || !streq(a->v[i].key, b->v[i].key) ||
+            !streq(a->v[i].value, b->v[i].value))
+            return false;
+    return true;
+}
+
+static void drop_profile(struct agent_tuning *t)
+{
+    profile_free(t->prof);
+    t->prof = NULL;
+    free(t->profile);
+    t->profile = NULL;
+    if (t->has_gc)
+        guard_config_clear(&t->gc);
+    t->has_gc = false;
+    t->need_apply = false;
+    t->applied = false;
+    t->nchanges = 0;
+}
+
+void agent_tuning_reload(struct agent_tuning *t, const struct agent_config *c)
+{
+    const char *name = c->profile;
+    t->restore_on_exit = c->restore_on_exit;
+    _cleanup_free_ char *journal = journal_of(c);
+    if (!streq(journal, t->journal) || !streq(confdir_of(c), t->confdir))
+        fprintf(stderr, "watt agent: reload: journal and config_dir changes need a restart\n");
+    if (!name && !t->profile)
+        return;
+    struct loaded l = {0};
+    if (name && load(t, name, &l) < 0) {
+        fprintf(stderr, "watt agent: reload: keeping profile %s\n",
+                t->profile ? t->profile : "(none)");
+        return;
+    }
+    if (name && streq(name, t->profile) && same_profile(l.p, t->prof)) {
+        loaded_clear(&l); /* unchanged: the guard keeps its state */
+        return;
+    }
+    if (unwind(t, false) < 0) {
+        fprintf(stderr, "watt agent: reload: profile %s not restored; keeping it\n", t->profile);
+        loaded_clear(&l);
+        return;
+    }
+    drop_profile(t);
+    if (name) {
+        adopt(t, name, &l);
+        if (settle(t) < 0)
+            fprintf(stderr, "watt agent: reload: profile %s is not in force\n", name);
+    } else {
+        fprintf(stderr, "watt agent: reload: no profile any more\n");
+    }
+    loaded_clear(&l);
+}
+
+void agent_tuning_stop(struct agent_tuning *t)
+{
+    if (t->restore_on_exit) {
+        unwind(t, true);
+    } else {
+        /* a constraint nobody watches would hold for ever: always let go */
+        stop_guard(t, true);
+        if (t->applied && t->nchanges)
+            fprintf(stderr,
+                    "watt agent: restore_on_exit = no: profile %s stays in force "
+                    "(watt restore puts it back)\n",
+                    t->profile);
+    }
+    drop_profile(t);
+    free(t->journal);
+    free(t->confdir);
+    *t = (struct agent_tuning){0};
+}
+
+static void guard_json(const struct guard *g, uint64_t now_ns, struct json *j)
+{
+    struct guard_status st;
+    guard_get_status(g, now_ns, &st);
+    json_key(j, "guard");
+    json_object_begin(j);
+    json_kv_string(j, "workload", st.workload);
+    json_kv_string(j, "state", guard_state_name(st.state));
+    json_kv_bool(j, "held", st.held);
+    json_kv_string(j, "mode", st.mode);
+    if (*st.cpus)
+        json_kv_string(j, "cpus", st.cpus);
+    json_kv_i64(j, "target_us", st.target_us);
+    json_kv_bool(j, "present", st.present);
+    json_kv_bool(j, "busy", st.busy);
+    json_kv_double(j, "cpu_ratio", st.cpu_ratio);
+    json_kv_u64(j, "connections", st.connections);
+    json_kv_u64(j, "processes", st.nprocs);
+    json_kv_double(j, "held_s", st.held_s);
+    json_kv_u64(j, "transitions", st.transitions);
+    json_kv_u64(j, "failures", st.failures);
+    json_kv_string(j, "note", st.note);
+    json_object_end(j);
+}
+
+void agent_tuning_status(const struct agent_tuning *t, uint64_t now_ns, struct json *j)
+{
+    json_kv_string(j, "profile", t->profile);
+    json_key(j, "tuning");
+    json_object_begin(j);
+    json_kv_bool(j, "applied", t->applied);
+    json_kv_u64(j, "changes", t->nchanges);
+    json_kv_bool(j, "waiting_for_journal", t->need_apply || t->need_recover);
+    json_kv_bool(j, "restore_on_exit", t->restore_on_exit);
+    json_kv_string(j, "journal", t->journal);
+    json_object_end(j);
+    if (t->guard)
+        guard_json(t->guard, now_ns, j);
+    else
+        json_kv_null(j, "guard");
+}

@@ -1,0 +1,791 @@
+/* `watt tune` and `watt restore`: apply a profile through the undo
+ * journal (printing the diff first), show what differs from the original
+ * values, list and show profiles, and put every value back. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/parse.h"
+#include "base/util.h"
+#include "cli/verbs.h"
+#include "host/host.h"
+#include "sense/devpolicy.h"
+#include "tune/journal.h"
+#include "tune/plan.h"
+#include "tune/profile.h"
+#include "tune/verify.h"
+
+enum tune_mode {
+    MODE_APPLY,
+    MODE_STATUS,
+    MODE_LIST,
+    MODE_SHOW,
+    MODE_RESTORE,
+};
+
+struct tune_opts {
+    enum tune_mode mode;
+    const char *profile, *root, *confdir, *journal, *owner;
+    bool dry_run, json, verify;
+    double verify_s;
+};
+
+/* Everything one run holds, freed in one place. */
+struct tune_run {
+    struct tune_opts o;
+    const char *verb; /* "tune", "restore": for messages */
+    struct host *h;
+    char *journal_shown; /* display path of the journal; owned */
+};
+
+static void tune_usage(FILE *f)
+{
+    fputs("usage: watt tune PROFILE [--dry-run] [--verify[=SECONDS]]\n"
+          "       watt tune --status | --list | --show PROFILE\n"
+          "\n"
+          "Apply a tuning profile: print what changes (path: old -> new, and why), then\n"
+          "write it through the undo journal, all or nothing. A profile is applied over\n"
+          "the machine's original values: what an earlier profile set and this one does\n"
+          "not goes back. `watt restore` puts every value back.\n"
+          "\n"
+          "  -n, --dry-run          print the changes, change nothing\n"
+          "      --verify[=S]       measure S seconds (default 5) before and after, print both\n"
+          "      --status           what differs from the original values, and the journal\n"
+          "      --list             the profiles: built-in and in CONFDIR/profiles.d\n"
+          "      --show PROFILE     a profile's settings, includes resolved, with origins\n"
+          "  -r, --root DIR         a recorded tree instead of / (also $WATT_ROOT)\n"
+          "  -c, --config-dir DIR   profiles.d/ and devices.conf (default /etc/watt;\n"
+          "                         also $WATT_CONFIG_DIR)\n"
+          "      --journal PATH     the journal, relative to the root\n"
+          "                         (default var/lib/watt/journal)\n"
+          "  -j, --json             one JSON document\n"
+          "\n"
+          "Exit status: 0 done, 1 error (nothing changed), 2 usage. See docs/tune.md.\n",
+          f);
+}
+
+static void restore_usage(FILE *f)
+{
+    fputs("usage: watt restore [--dry-run] [--owner OWNER] [--root DIR] [--journal PATH] "
+          "[--json]\n"
+          "\n"
+          "Put back every value watt changed, newest first, from the undo journal, and clear\n"
+          "the journal. Lines the journal cannot vouch for are reported and skipped.\n"
+          "\n"
+          "  -n, --dry-run      print what would be written, write nothing\n"
+          "      --owner OWNER  only the values OWNER changed (cli, agent)\n"
+          "  -r, --root DIR     a recorded tree instead of / (also $WATT_ROOT)\n"
+          "      --journal PATH the journal, relative to the root (default var/lib/watt/journal)\n"
+          "  -j, --json         one JSON document\n"
+          "\n"
+          "Exit status: 0 everything restored, 1 something failed or was skipped, 2 usage.\n",
+          f);
+}
+
+enum {
+    OPT_STATUS = 0x100,
+    OPT_LIST,
+    OPT_SHOW,
+    OPT_VERIFY,
+    OPT_JOURNAL,
+    OPT_OWNER,
+};
+
+static int usage_error(const char *verb, const char *msg, const char *arg)
+{
+    fprintf(stderr, "watt %s: %s%s%s%s (see watt %s --help)\n", verb, msg, arg ? " '" : "",
+            arg ? arg : "", arg ? "'" : "", verb);
+    return -EINVAL;
+}
+
+static int set_mode(struct tune_opts *o, enum tune_mode m, const char *verb)
+{
+    if (o->mode != MODE_APPLY && o->mode != m)
+        return usage_error(verb, "--status, --list and --show go alone", NULL);
+    o->mode = m;
+    return 0;
+}
+
+static int parse_one(struct tune_opts *o, int ch, const char *verb)
+{
+    switch (ch) {
+    case 'n':
+        o->dry_run = true;
+        return 0;
+    case 'j':
+        o->json = true;
+        return 0;
+    case 'r':
+        o->root = optarg;
+        return 0;
+    case 'c':
+        o->confdir = optarg;
+        return 0;
+    case OPT_JOURNAL:
+        o->journal = optarg;
+        while (*o->journal == '/')
+            o->journal++; /* root-relative: "/var/lib/watt/journal" means the same */
+        return *o->journal ? 0 : usage_error(verb, "--journal wants a file path", NULL);
+    case OPT_OWNER:
+        o->owner = optarg;
+        return 0;
+    case OPT_STATUS:
+        return set_mode(o, MODE_STATUS, verb);
+    case OPT_LIST:
+        return set_mode(o, MODE_LIST, verb);
+    case OPT_SHOW:
+        o->profile = optarg;
+        return set_mode(o, MODE_SHOW, verb);
+    case OPT_VERIFY:
+        o->verify = true;
+        if (optarg &&
+            (parse_double(optarg, &o->verify_s) < 0 || !(o->verify_s > 0) || o->verify_s > 3600))
+            return usage_error(verb, "--verify wants seconds in (0, 3600], not", optarg);
+        return 0;
+    case 'h':
+        (streq(verb, "tune") ? tune_usage : restore_usage)(stdout);
+        return 1;
+    default:
+        (streq(verb, "tune") ? tune_usage : restore_usage)(stderr);
+        return -EINVAL;
+    }
+}
+
+static int check_tune_opts(struct tune_opts *o, int argc, char **argv)
+{
+    if (o->mode == MODE_APPLY || o->mode == MODE_SHOW) {
+        if (o->mode == MODE_APPLY && optind < argc)
+            o->profile = argv[optind++];
+        if (!o->profile)
+            return usage_error("tune", "which profile? (watt tune --list shows them)", NULL);
+    }
+    if (optind < argc)
+        return usage_error("tune", "unexpected argument", argv[optind]);
+    if (o->mode != MODE_APPLY && (o->dry_run || o->verify))
+        return usage_error("tune", "--dry-run and --verify go with a profile to apply", NULL);
+    if (o->dry_run && o->verify)
+        return usage_error("tune", "--verify measures a change: it cannot go with --dry-run", NULL);
+    if (o->owner)
+        return usage_error("tune", "--owner is for watt restore", NULL);
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts *o)
+{
+    static const struct option opts[] = {
+        {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"root", required_argument, NULL, 'r'},
+        {"config-dir", required_argument, NULL, 'c'},
+        {"journal", required_argument, NULL, OPT_JOURNAL},
+        {"owner", required_argument, NULL, OPT_OWNER},
+        {"status", no_argument, NULL, OPT_STATUS},
+        {"list", no_argument, NULL, OPT_LIST},
+        {"show", required_argument, NULL, OPT_SHOW},
+        {"verify", optional_argument, NULL, OPT_VERIFY},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    *o = (struct tune_opts){.verify_s = 5.0};
+    int ch, r;
+    optind = 1;
+    opterr = 1;
+    while ((ch = getopt_long(argc, argv, "njr:c:h", opts, NULL)) != -1)
+        if ((r = parse_one(o, ch, verb)) != 0)
+            return r;
+    if (!o->confdir)
+        o->confdir = getenv("WATT_CONFIG_DIR");
+    if (!o->confdir || !*o->confdir)
+        o->confdir = PROFILE_CONFDIR_DEFAULT;
+    if (!o->journal)
+        o->journal = JOURNAL_DEFAULT_PATH;
+    if (streq(verb, "tune"))
+        return check_tune_opts(o, argc, argv);
+    if (o->mode != MODE_APPLY || o->verify)
+        return usage_error(verb, "--status, --list, --show and --verify are for watt tune", NULL);
+    if (optind < argc)
+        return usage_error(verb, "unexpected argument", argv[optind]);
+    o->mode = MODE_RESTORE;
+    return 0;
+}
+
+static void print_json(struct json *j)
+{
+    fputs(strbuf_str(&j->out), stdout);
+    fputc('\n', stdout);
+    json_free(j);
+}
+
+static void json_strings(struct json *j, const char *key, char *const *v, size_t n)
+{
+    json_key(j, key);
+    json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        json_string(j, v[i]);
+    json_array_end(j);
+}
+
+/* ---------------------------------------------------------------- the diff */
+
+static void print_changes(const struct tune_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = !streq(p->v[k].knob, p->v[i].knob);
+        if (!first)
+            continue; /* printed with its knob's group */
+        size_t count = 0;
+        for (size_t k = i; k < p->n; k++)
+            count += streq(p->v[k].knob, p->v[i].knob);
+        printf("  %s (%zu)\n", p->v[i].knob, count);
+        for (size_t k = i; k < p->n; k++) {
+            const struct tune_change *c = &p->v[k];
+            if (!streq(c->knob, p->v[i].knob))
+                continue;
+            _cleanup_free_ char *kpath = host_kernel_path(c->dir, c->path);
+            printf("    %s: %s -> %s  (%s; %s)\n", kpath, c->old_value ? c->old_value : "?",
+                   c->new_value, c->why, c->origin);
+        }
+    }
+}
+
+static void print_plan(const struct profile *pr, const struct tune_plan *p)
+{
+    printf("Profile %s (%s)%s%s\n", pr->name, pr->origin, pr->description ? ": " : "",
+           pr->description ? pr->description : "");
+    if (p->n) {
+        printf("\nChanges (%zu):\n", p->n);
+        print_changes(p);
+    } else {
+        printf("\nNo changes: the machine already has every value of %s.\n", pr->name);
+    }
+    if (p->nnotes) {
+        printf("\nNotes (%zu):\n", p->nnotes);
+        for (size_t i = 0; i < p->nnotes; i++)
+            printf("  %s\n", p->notes[i]);
+    }
+}
+
+static void plan_json(struct json *j, const struct profile *pr, const struct tune_plan *p)
+{
+    json_kv_string(j, "profile", pr->name);
+    json_kv_string(j, "profile_origin", pr->origin);
+    json_kv_string(j, "description", pr->description);
+    json_key(j, "changes");
+    json_array_begin(j);
+    for (size_t i = 0; i < p->n; i++) {
+        const struct tune_change *c = &p->v[i];
+        _cleanup_free_ char *kpath = host_kernel_path(c->dir, c->path);
+        json_object_begin(j);
+        json_kv_string(j, "knob", c->knob);
+        json_kv_string(j, "path", kpath);
+        json_kv_string(j, "old", c->old_value);
+        json_kv_string(j, "new", c->new_value);
+        json_kv_string(j, "why", c->why);
+        json_kv_string(j, "origin", c->origin);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_strings(j, "notes", p->notes, p->nnotes);
+}
+
+/* ---------------------------------------------------------------- apply */
+
+static int load_profile(struct tune_run *t, struct profile **ret)
+{
+    _cleanup_free_ char *err = NULL;
+    int r = profile_load(t->o.profile, t->o.confdir, ret, &err);
+    if (r < 0)
+        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+    return r;
+}
+
+/* The journal as it is (empty when there is none yet); problems to stderr. */
+static int read_journal(struct tune_run *t, struct journal_log *log)
+{
+    int r = journal_read(t->h, t->o.journal, log);
+    if (r == -ENOENT) {
+        *log = (struct journal_log){0};
+        return 0;
+    }
+    if (r < 0) {
+        fprintf(stderr, "watt %s: cannot read the journal %s: %s\n", t->verb, t->journal_shown,
+                strerror(-r));
+        return r;
+    }
+    for (size_t i = 0; i < log->nproblems; i++)
+        fprintf(stderr, "watt %s: %s\n", t->verb, log->problems[i]);
+    return 0;
+}
+
+static int build_plan(struct tune_run *t, const struct profile *pr, struct tune_plan *plan)
+{
+    struct devpolicy *dp = NULL;
+    _cleanup_free_ char *err = NULL;
+    int r = devpolicy_load(t->o.confdir, &dp, &err);
+    if (r < 0) {
+        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        return r;
+    }
+    r = tune_plan_build(t->h, pr, dp, plan, &err);
+    devpolicy_free(dp);
+    if (r < 0) {
+        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        return r;
+    }
+    struct journal_log log;
+    if ((r = read_journal(t, &log)) < 0) {
+        tune_plan_free(plan);
+        return r;
+    }
+    tune_plan_add_reverts(t->h, plan, &log, "cli", pr->name, t->journal_shown);
+    journal_log_free(&log);
+    return 0;
+}
+
+static int measure(struct tune_run *t, const char *when, struct tune_verify_window **ret)
+{
+    _cleanup_free_ char *err = NULL;
+    if (!t->o.json)
+        fprintf(stderr, "watt tune: measuring %g s %s the change...\n", t->o.verify_s, when);
+    int r = tune_verify_measure(t->h, t->o.verify_s, ret, &err);
+    if (r < 0)
+        fprintf(stderr, "watt tune: --verify: %s\n", err ? err : strerror(-r));
+    return r;
+}
+
+/* Apply under the journal's lock; notes from reading back. */
+static int apply(struct tune_run *t, struct journal *j, const struct tune_plan *plan,
+                 struct tune_plan *after)
+{
+    _cleanup_free_ char *err = NULL;
+    int r = tune_plan_apply_checked(j, t->h, plan, &after->notes, &after->nnotes, &err);
+    if (r < 0)
+        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+    return r;
+}
+
+struct apply_result {
+    bool applied;
+    struct tune_plan readback; /* notes only */
+    struct tune_verify_window *before, *after;
+};
+
+static void print_result(struct tune_run *t, const struct tune_plan *plan,
+                         const struct apply_result *res)
+{
+    if (res->readback.nnotes)
+        printf("\nRead back (%zu):\n", res->readback.nnotes);
+    for (size_t i = 0; i < res->readback.nnotes; i++)
+        printf("  %s\n", res->readback.notes[i]);
+    if (t->o.dry_run)
+        printf("\nDry run: nothing was changed.\n");
+    else if (res->applied && plan->n)
+        printf("\nApplied %zu change%s; the journal %s holds the original values "
+               "(watt restore puts them back).\n",
+               plan->n, plan->n == 1 ? "" : "s", t->journal_shown);
+    if (res->before && res->after) {
+        printf("\nMeasured before and after:\n");
+        tune_verify_print(stdout, res->before, res->after);
+    }
+}
+
+static void result_json(struct tune_run *t, const struct profile *pr, const struct tune_plan *plan,
+                        const struct apply_result *res)
+{
+    struct json j;
+    json_init(&j, true);
+    json_object_begin(&j);
+    json_kv_string(&j, "schema", "watt-tune/1");
+    json_kv_string(&j, "root", t->h->root);
+    json_kv_bool(&j, "dry_run", t->o.dry_run);
+    plan_json(&j, pr, plan);
+    json_kv_bool(&j, "applied", res->applied);
+    json_strings(&j, "readback", res->readback.notes, res->readback.nnotes);
+    json_kv_string(&j, "journal", t->journal_shown);
+    if (res->before && res->after) {
+        json_key(&j, "verify");
+        tune_verify_json(&j, res->before, res->after);
+    }
+    json_object_end(&j);
+    print_json(&j);
+}
+
+static int do_apply(struct tune_run *t, const struct profile *pr, struct tune_plan *plan,
+                    struct apply_result *res)
+{
+    struct journal *j = NULL;
+    _cleanup_free_ char *err = NULL;
+    int r = journal_open(t->h, t->o.journal, "cli", &j, &err);
+    if (r < 0) {
+        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        return r;
+    }
+    /* Plan under the lock, so no other tuner moves a value in between. */
+    r = build_plan(t, pr, plan);
+    if (r >= 0 && !t->o.json)
+        print_plan(pr, plan);
+    if (r >= 0 && t->o.verify)
+        r = measure(t, "before", &res->before);
+    if (r >= 0 && plan->n) {
+        r = apply(t, j, plan, &res->readback);
+        res->applied = r >= 0;
+    }
+    journal_close(j);
+    if (r >= 0 && t->o.verify)
+        r = measure(t, "after", &res->after);
+    return r;
+}
+
+static int run_apply(struct tune_run *t)
+{
+    struct profile *pr;
+    if (load_profile(t, &pr) < 0)
+        return 1;
+    struct tune_plan plan = {0};
+    struct apply_result res = {0};
+    int r;
+    if (t->o.dry_run) {
+        r = build_plan(t, pr, &plan);
+        if (r >= 0 && !t->o.json)
+            print_plan(pr, &plan);
+    } else {
+        r = do_apply(t, pr, &plan, &res);
+    }
+    if (r >= 0 || res.applied) {
+        if (t->o.json)
+            result_json(t, pr, &plan, &res);
+        else
+            print_result(t, &plan, &res);
+    }
+    tune_verify_window_free(res.before);
+    tune_verify_window_free(res.after);
+    tune_plan_free(&res.readback);
+    tune_plan_free(&plan);
+    profile_free(pr);
+    return r < 0 ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- status */
+
+/* The first record of each path: its original value. */
+static size_t originals(const struct journal_log *log, const struct journal_entry ***ret)
+{
+    const struct journal_entry **v = xcalloc(log->n ? log->n : 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t i = 0; i < log->n; i++) {
+        const struct journal_entry *e = &log->v[i];
+        bool seen = !e->path;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = v[k]->dir == e->dir && streq(v[k]->path, e->path);
+        if (!seen)
+            v[n++] = e;
+    }
+    *ret = v;
+    return n;
+}
+
+struct status_row {
+    const struct journal_entry *e;
+    char *orig, *now; /* active values; now NULL when unreadable */
+    int err;
+};
+
+static size_t status_rows(struct tune_run *t, const struct journal_log *log,
+                          struct status_row **ret)
+{
+    const struct journal_entry **v;
+    size_t n = originals(log, &v), nrows = 0;
+    struct status_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
+    for (size_t i = 0; i < n; i++) {
+        _cleanup_free_ char *raw = NULL;
+        int r = host_read_str(t->h, v[i]->dir, v[i]->path, &raw);
+        _cleanup_free_ char *orig = tune_value_active(v[i]->old_value);
+        char *now = r < 0 ? NULL : tune_value_active(raw);
+        if (now && streq(now, orig)) {
+            free(now);
+            continue;
+        }
+        rows[nrows++] = (struct status_row){v[i], TAKE_PTR(orig), now, r < 0 ? -r : 0};
+    }
+    free(v);
+    *ret = rows;
+    return nrows;
+}
+
+static void status_text(struct tune_run *t, const struct journal_log *log,
+                        const struct status_row *rows, size_t n)
+{
+    if (!n)
+        printf("Nothing differs from the original values.\n");
+    else
+        printf("Changed from the original values (%zu):\n", n);
+    for (size_t i = 0; i < n; i++) {
+        const struct journal_entry *e = rows[i].e;
+        _cleanup_free_ char *kpath = host_kernel_path(e->dir, e->path);
+        const char *knob = tune_knob_for_path(e->dir, e->path);
+        printf("  %s: %s -> %s  (%s%s%s)\n", kpath, rows[i].orig,
+               rows[i].now ? rows[i].now : "unreadable", knob ? knob : "", knob ? ", " : "",
+               e->owner ? e->owner : "?");
+    }
+    printf("\nJournal %s: %zu record%s", t->journal_shown, log->n, log->n == 1 ? "" : "s");
+    if (log->nproblems)
+        printf(", %zu line%s skipped", log->nproblems, log->nproblems == 1 ? "" : "s");
+    printf(".\n");
+    for (size_t i = 0; i < log->nproblems; i++)
+        printf("  %s\n", log->problems[i]);
+}
+
+static void status_json(struct tune_run *t, const struct journal_log *log,
+                        const struct status_row *rows, size_t n)
+{
+    struct json j;
+    json_init(&j, true);
+    json_object_begin(&j);
+    json_kv_string(&j, "schema", "watt-tune-status/1");
+    json_kv_string(&j, "journal", t->journal_shown);
+    json_kv_u64(&j, "records", log->n);
+    json_key(&j, "changed");
+    json_array_begin(&j);
+    for (size_t i = 0; i < n; i++) {
+        _cleanup_free_ char *kpath = host_kernel_path(rows[i].e->dir, rows[i].e->path);
+        json_object_begin(&j);
+        json_kv_string(&j, "path", kpath);
+        json_kv_string(&j, "knob", tune_knob_for_path(rows[i].e->dir, rows[i].e->path));
+        json_kv_string(&j, "original", rows[i].orig);
+        json_kv_string(&j, "now", rows[i].now);
+        json_kv_string(&j, "error", rows[i].err ? errno_name(rows[i].err) : NULL);
+        json_kv_string(&j, "owner", rows[i].e->owner);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_strings(&j, "problems", log->problems, log->nproblems);
+    json_object_end(&j);
+    print_json(&j);
+}
+
+static int run_status(struct tune_run *t)
+{
+    struct journal_log log;
+    if (read_journal(t, &log) < 0)
+        return 1;
+    struct status_row *rows;
+    size_t n = status_rows(t, &log, &rows);
+    if (t->o.json)
+        status_json(t, &log, rows, n);
+    else
+        status_text(t, &log, rows, n);
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].orig);
+        free(rows[i].now);
+    }
+    free(rows);
+    journal_log_free(&log);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- list, show */
+
+static int run_list(struct tune_run *t)
+{
+    char **names;
+    size_t n;
+    int r = profile_list(t->o.confdir, &names, &n);
+    if (r < 0) {
+        fprintf(stderr, "watt tune: cannot list the profiles in %s/profiles.d: %s\n", t->o.confdir,
+                strerror(-r));
+        return 1;
+    }
+    struct json j;
+    json_init(&j, true);
+    json_array_begin(&j);
+    if (!t->o.json)
+        printf("Profiles (built-in, and in %s/profiles.d):\n", t->o.confdir);
+    for (size_t i = 0; i < n; i++) {
+        struct profile *p = NULL;
+        _cleanup_free_ char *err = NULL;
+        r = profile_load(names[i], t->o.confdir, &p, &err);
+        const char *desc = r < 0 ? NULL : p->description;
+        bool builtin = r >= 0 && strncmp(p->origin, "built-in", 8) == 0;
+        const char *kind = r < 0 ? "broken" : builtin ? "built-in" : "user";
+        json_object_begin(&j);
+        json_kv_string(&j, "name", names[i]);
+        json_kv_string(&j, "kind", kind);
+        json_kv_string(&j, "origin", r < 0 ? NULL : p->origin);
+        json_kv_string(&j, "description", desc);
+        json_kv_string(&j, "error", r < 0 ? err : NULL);
+        json_object_end(&j);
+        if (!t->o.json && r < 0)
+            printf("  %-14s %-9s %s\n", names[i], kind, err);
+        else if (!t->o.json)
+            printf("  %-14s %-9s %s%s%s%s\n", names[i], kind, desc ? desc : "", builtin ? "" : " (",
+                   builtin ? "" : p->origin, builtin ? "" : ")");
+        profile_free(p);
+        free(names[i]);
+    }
+    json_array_end(&j);
+    free(names);
+    if (t->o.json)
+        print_json(&j);
+    else
+        json_free(&j);
+    return 0;
+}
+
+static void show_text(const struct profile *p)
+{
+    printf("Profile %s (%s)%s%s\n", p->name, p->origin, p->description ? ": " : "",
+           p->description ? p->description : "");
+    const char *section = NULL;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct profile_value *v = &p->v[i];
+        bool shown = false; /* sections in first-set order, keys under theirs */
+        for (size_t k = 0; k < i && !shown; k++)
+            shown = streq(p->v[k].section, v->section);
+        if (shown)
+            continue;
+        section = v->section;
+        printf("\n[%s]\n", section);
+        for (size_t k = i; k < p->n; k++)
+            if (streq(p->v[k].section, section)) {
+                _cleanup_free_ char *kv = xasprintf("%s = %s", p->v[k].key, p->v[k].value);
+                printf("  %-36s ; %s\n", kv, p->v[k].origin);
+            }
+    }
+    if (!p->n)
+        printf("\n(no settings)\n");
+}
+
+static int run_show(struct tune_run *t)
+{
+    struct profile *p;
+    if (load_profile(t, &p) < 0)
+        return 1;
+    if (!t->o.json) {
+        show_text(p);
+    } else {
+        struct json j;
+        json_init(&j, true);
+        json_object_begin(&j);
+        json_kv_string(&j, "name", p->name);
+        json_kv_string(&j, "origin", p->origin);
+        json_kv_string(&j, "description", p->description);
+        json_key(&j, "settings");
+        json_array_begin(&j);
+        for (size_t i = 0; i < p->n; i++) {
+            json_object_begin(&j);
+            json_kv_string(&j, "section", p->v[i].section);
+            json_kv_string(&j, "key", p->v[i].key);
+            json_kv_string(&j, "value", p->v[i].value);
+            json_kv_string(&j, "origin", p->v[i].origin);
+            json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_object_end(&j);
+        print_json(&j);
+    }
+    profile_free(p);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- restore */
+
+static void restore_print(struct tune_run *t, const struct journal_restore_report *rep, int r)
+{
+    if (t->o.json) {
+        struct json j;
+        json_init(&j, true);
+        json_object_begin(&j);
+        json_kv_string(&j, "schema", "watt-restore/1");
+        json_kv_string(&j, "journal", t->journal_shown);
+        json_kv_bool(&j, "dry_run", t->o.dry_run);
+        json_kv_u64(&j, "restored", rep->restored);
+        json_kv_u64(&j, "failed", rep->failed);
+        json_kv_u64(&j, "skipped", rep->skipped);
+        json_strings(&j, "lines", rep->lines, rep->nlines);
+        json_kv_bool(&j, "ok", r >= 0);
+        json_object_end(&j);
+        print_json(&j);
+        return;
+    }
+    for (size_t i = 0; i < rep->nlines; i++)
+        printf("  %s\n", rep->lines[i]);
+    printf("%s %zu value%s from %s; %zu failed, %zu skipped.\n",
+           t->o.dry_run ? "Would restore" : "Restored", rep->restored,
+           rep->restored == 1 ? "" : "s", t->journal_shown, rep->failed, rep->skipped);
+}
+
+static int run_restore(struct tune_run *t)
+{
+    if (!host_exists(t->h, HOST_ROOTDIR, t->o.journal)) {
+        struct journal_restore_report none = {0};
+        if (!t->o.json)
+            printf("Nothing to restore: there is no journal at %s.\n", t->journal_shown);
+        else
+            restore_print(t, &none, 0);
+        return 0;
+    }
+    struct journal *j;
+    _cleanup_free_ char *err = NULL;
+    int r = journal_open(t->h, t->o.journal, "cli", &j, &err);
+    if (r < 0) {
+        fprintf(stderr, "watt restore: %s\n", err ? err : strerror(-r));
+        return 1;
+    }
+    struct journal_restore_report rep = {0};
+    r = journal_restore(j, t->o.owner, t->o.dry_run, &rep);
+    journal_close(j);
+    restore_print(t, &rep, r);
+    if (r < 0 && r != -EIO)
+        fprintf(stderr, "watt restore: %s: %s\n", t->journal_shown, strerror(-r));
+    else if (r < 0)
+        fprintf(stderr,
+                "watt restore: %zu value%s not restored (see above); the journal keeps "
+                "them\n",
+                rep.failed + rep.skipped, rep.failed + rep.skipped == 1 ? "" : "s");
+    journal_restore_report_free(&rep);
+    return r < 0 ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- verbs */
+
+static int run(const char *verb, int argc, char **argv)
+{
+    struct tune_run t = {.verb = verb};
+    int r = parse_opts(argc, argv, verb, &t.o);
+    if (r != 0)
+        return r > 0 ? 0 : 2;
+    if (t.o.mode == MODE_LIST || t.o.mode == MODE_SHOW)
+        return t.o.mode == MODE_LIST ? run_list(&t) : run_show(&t);
+    if (cli_open_host(t.o.root, &t.h) < 0)
+        return 1;
+    t.journal_shown = host_display_path(t.h, HOST_ROOTDIR, t.o.journal);
+    switch (t.o.mode) {
+    case MODE_STATUS:
+        r = run_status(&t);
+        break;
+    case MODE_RESTORE:
+        r = run_restore(&t);
+        break;
+    default:
+        r = run_apply(&t);
+        break;
+    }
+    free(t.journal_shown);
+    host_close(t.h);
+    return r;
+}
+
+int verb_tune(int argc, char **argv)
+{
+    return run("tune", argc, argv);
+}
+
+int verb_restore(int argc, char **argv)
+{
+    return run("restore", argc, argv);
+}

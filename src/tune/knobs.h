@@ -1,0 +1,41 @@
+/* The knob planners of tune_plan_build() (plan.h): each reads the machine
+ * through the host and adds a change per file whose value differs from
+ * what the profile asks. Internal to the tune layer. */
+#pragma once
+
+#include "base/cpuset.h"
+#include "host/host.h"
+
+struct profile;
+struct tune_plan;
+
+struct knob_ctx {
+    struct host *h;
+    const struct profile *p;
+    struct tune_plan *plan;
+    struct cpuset online; /* devices/system/cpu/online */
+    char *err;            /* the first error, one sentence; owned */
+};
+
+int knobs_begin(struct knob_ctx *c);
+void knobs_end(struct knob_ctx *c);
+
+/* Each returns 0, or -EINVAL with c->err naming the profile line. */
+int knobs_cpufreq(struct knob_ctx *c);
+int knobs_cpuidle(struct knob_ctx *c);
+int knobs_pm_qos(struct knob_ctx *c);
+int knobs_sata(struct knob_ctx *c);
+int knobs_pcie_aspm(struct knob_ctx *c);
+int knobs_kernel(struct knob_ctx *c);
+
+/* Pure helpers (unit tests). */
+/* A FREQ value ("min", "max", "2400000", "2.4 GHz", "1800 MHz", "75%")
+ * in kHz for a policy whose hardware range is cmin..cmax kHz (not checked
+ * against it here). -EINVAL on garbage, -ERANGE on absurd values. */
+int knobs_freq_khz(const char *v, uint64_t cmin, uint64_t cmax, uint64_t *ret);
+/* The first word of LIST (comma- or space-separated) that OFFERED (the
+ * machine's space-separated list, brackets allowed) holds; NULL if none.
+ * Owned. */
+char *knobs_first_offered(const char *list, const char *offered);
+/* A boolean profile value: on/off, 1/0, yes/no, true/false. */
+int knobs_bool(const char *v, bool *ret);
