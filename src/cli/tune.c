@@ -1,6 +1,7 @@
 /* `watt tune` and `watt restore`: apply a profile through the undo
  * journal (printing the diff first), show what differs from the original
  * values, list and show profiles, and put every value back. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ enum tune_mode {
 struct tune_opts {
     enum tune_mode mode;
     const char *profile, *root, *confdir, *journal, *owner;
-    bool dry_run, json, verify;
+    bool dry_run, json, verify, verbose;
     double verify_s;
 };
 
@@ -52,6 +53,8 @@ static void tune_usage(FILE *f)
           "not goes back. `watt restore` puts every value back.\n"
           "\n"
           "  -n, --dry-run          print the changes, change nothing\n"
+          "  -v, --verbose          every file (else files with the same change are folded:\n"
+          "                         cpufreq/policy{0-39}/scaling_governor)\n"
           "      --verify[=S]       measure S seconds (default 5) before and after, print both\n"
           "      --status           what differs from the original values, and the journal\n"
           "      --list             the profiles: built-in and in CONFDIR/profiles.d\n"
@@ -118,6 +121,9 @@ static int parse_one(struct tune_opts *o, int ch, const char *verb)
     case 'j':
         o->json = true;
         return 0;
+    case 'v':
+        o->verbose = true;
+        return 0;
     case 'r':
         o->root = optarg;
         return 0;
@@ -178,6 +184,7 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
     static const struct option opts[] = {
         {"dry-run", no_argument, NULL, 'n'},
         {"json", no_argument, NULL, 'j'},
+        {"verbose", no_argument, NULL, 'v'},
         {"root", required_argument, NULL, 'r'},
         {"config-dir", required_argument, NULL, 'c'},
         {"journal", required_argument, NULL, OPT_JOURNAL},
@@ -193,7 +200,7 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
     int ch, r;
     optind = 1;
     opterr = 1;
-    while ((ch = getopt_long(argc, argv, "njr:c:h", opts, NULL)) != -1)
+    while ((ch = getopt_long(argc, argv, "njvr:c:h", opts, NULL)) != -1)
         if ((r = parse_one(o, ch, verb)) != 0)
             return r;
     if (!o->confdir)
@@ -230,7 +237,148 @@ static void json_strings(struct json *j, const char *key, char *const *v, size_t
 
 /* ---------------------------------------------------------------- the diff */
 
-static void print_changes(const struct tune_plan *p)
+/* Paths that differ only in decimal numbers ("policy0" .. "policy39") as
+ * one pattern: "cpufreq/policy{0-39}/scaling_governor". Every number
+ * position lists its values; the pattern is used only when it stands for
+ * exactly these paths (their count is the product of the value counts).
+ * NULL when they do not fold. Owned. */
+struct path_tokens {
+    size_t n;
+    const char *tok[32];
+    size_t len[32];
+};
+
+static bool tokenize(const char *s, struct path_tokens *t)
+{
+    t->n = 0;
+    while (*s) {
+        if (t->n == ARRAY_SIZE(t->tok))
+            return false;
+        bool digit = isdigit((unsigned char)*s);
+        size_t l = 0;
+        while (s[l] && !!isdigit((unsigned char)s[l]) == digit)
+            l++;
+        if (digit && l > 1 && s[0] == '0')
+            return false; /* "0000:00:17.0": an address, not a count */
+        t->tok[t->n] = s;
+        t->len[t->n++] = l;
+        s += l;
+    }
+    return true;
+}
+
+static int cmp_ul(const void *a, const void *b)
+{
+    unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The sorted distinct numbers at token K of every path, as "3" or "{0-3,8}". */
+static void fold_position(struct path_tokens *t, size_t n, size_t k, struct strbuf *out,
+                          size_t *ret_distinct)
+{
+    _cleanup_free_ unsigned long *v = xcalloc(n, sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        v[i] = strtoul(t[i].tok[k], NULL, 10);
+    qsort(v, n, sizeof(*v), cmp_ul);
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || v[i] != v[d - 1])
+            v[d++] = v[i];
+    *ret_distinct = d;
+    if (d == 1) {
+        strbuf_appendf(out, "%lu", v[0]);
+        return;
+    }
+    strbuf_append(out, "{");
+    for (size_t i = 0; i < d;) {
+        size_t j = i;
+        while (j + 1 < d && v[j + 1] == v[j] + 1)
+            j++;
+        strbuf_appendf(out, i ? ",%lu" : "%lu", v[i]);
+        if (j > i)
+            strbuf_appendf(out, j == i + 1 ? ",%lu" : "-%lu", v[j]);
+        i = j + 1;
+    }
+    strbuf_append(out, "}");
+}
+
+static char *fold_paths(char **paths, size_t n)
+{
+    _cleanup_free_ struct path_tokens *t = xcalloc(n, sizeof(*t));
+    for (size_t i = 0; i < n; i++)
+        if (!tokenize(paths[i], &t[i]) || t[i].n != t[0].n)
+            return NULL;
+    struct strbuf out = {0};
+    double combos = 1;
+    for (size_t k = 0; k < t[0].n; k++) {
+        bool digit = isdigit((unsigned char)t[0].tok[k][0]);
+        for (size_t i = 1; !digit && i < n; i++)
+            if (t[i].len[k] != t[0].len[k] || memcmp(t[i].tok[k], t[0].tok[k], t[0].len[k])) {
+                strbuf_free(&out);
+                return NULL;
+            }
+        if (!digit) {
+            strbuf_append_n(&out, t[0].tok[k], t[0].len[k]);
+            continue;
+        }
+        size_t d;
+        fold_position(t, n, k, &out, &d);
+        combos *= (double)d;
+    }
+    if (combos != (double)n) { /* not a full product, or a path listed twice */
+        strbuf_free(&out);
+        return NULL;
+    }
+    return strbuf_steal(&out);
+}
+
+static bool same_change(const struct tune_change *a, const struct tune_change *b)
+{
+    return a->dir == b->dir && streq(a->knob, b->knob) && streq(a->new_value, b->new_value) &&
+           streq(a->why, b->why) && streq(a->origin, b->origin) &&
+           streq(a->old_value ? a->old_value : "?", b->old_value ? b->old_value : "?");
+}
+
+static void print_change(const struct tune_change *c, const char *kpath, size_t nfiles)
+{
+    printf("    %s: %s -> %s  (%s; %s)", kpath, c->old_value ? c->old_value : "?", c->new_value,
+           c->why, c->origin);
+    if (nfiles > 1)
+        printf("  [%zu files]", nfiles);
+    putchar('\n');
+}
+
+/* The changes of one knob: with VERBOSE every file, else changes that are
+ * the same but for a number in their path folded into one line. */
+static void print_knob(const struct tune_plan *p, size_t first, bool verbose)
+{
+    const char *knob = p->v[first].knob;
+    _cleanup_free_ bool *done = xcalloc(p->n, sizeof(*done));
+    _cleanup_free_ char **paths = xcalloc(p->n, sizeof(*paths));
+    _cleanup_free_ size_t *idx = xcalloc(p->n, sizeof(*idx));
+    for (size_t i = first; i < p->n; i++) {
+        if (done[i] || !streq(p->v[i].knob, knob))
+            continue;
+        size_t n = 0;
+        for (size_t k = i; k < p->n; k++)
+            if (!done[k] && (k == i || (!verbose && same_change(&p->v[i], &p->v[k])))) {
+                done[k] = true;
+                idx[n] = k;
+                paths[n++] = host_kernel_path(p->v[k].dir, p->v[k].path);
+            }
+        _cleanup_free_ char *folded = n > 1 ? fold_paths(paths, n) : NULL;
+        if (folded)
+            print_change(&p->v[i], folded, n);
+        for (size_t m = 0; m < n; m++) {
+            if (!folded)
+                print_change(&p->v[idx[m]], paths[m], 1);
+            free(paths[m]);
+        }
+    }
+}
+
+static void print_changes(const struct tune_plan *p, bool verbose)
 {
     for (size_t i = 0; i < p->n; i++) {
         bool first = true;
@@ -242,24 +390,17 @@ static void print_changes(const struct tune_plan *p)
         for (size_t k = i; k < p->n; k++)
             count += streq(p->v[k].knob, p->v[i].knob);
         printf("  %s (%zu)\n", p->v[i].knob, count);
-        for (size_t k = i; k < p->n; k++) {
-            const struct tune_change *c = &p->v[k];
-            if (!streq(c->knob, p->v[i].knob))
-                continue;
-            _cleanup_free_ char *kpath = host_kernel_path(c->dir, c->path);
-            printf("    %s: %s -> %s  (%s; %s)\n", kpath, c->old_value ? c->old_value : "?",
-                   c->new_value, c->why, c->origin);
-        }
+        print_knob(p, i, verbose);
     }
 }
 
-static void print_plan(const struct profile *pr, const struct tune_plan *p)
+static void print_plan(const struct profile *pr, const struct tune_plan *p, bool verbose)
 {
     printf("Profile %s (%s)%s%s\n", pr->name, pr->origin, pr->description ? ": " : "",
            pr->description ? pr->description : "");
     if (p->n) {
         printf("\nChanges (%zu):\n", p->n);
-        print_changes(p);
+        print_changes(p, verbose);
     } else {
         printf("\nNo changes: the machine already has every value of %s.\n", pr->name);
     }
@@ -428,7 +569,7 @@ static int do_apply(struct tune_run *t, const struct profile *pr, struct tune_pl
     /* Plan under the lock, so no other tuner moves a value in between. */
     r = build_plan(t, pr, plan);
     if (r >= 0 && !t->o.json)
-        print_plan(pr, plan);
+        print_plan(pr, plan, t->o.verbose);
     if (r >= 0 && t->o.verify)
         r = measure(t, "before", &res->before);
     if (r >= 0 && plan->n) {
@@ -452,7 +593,7 @@ static int run_apply(struct tune_run *t)
     if (t->o.dry_run) {
         r = build_plan(t, pr, &plan);
         if (r >= 0 && !t->o.json)
-            print_plan(pr, &plan);
+            print_plan(pr, &plan, t->o.verbose);
     } else {
         r = do_apply(t, pr, &plan, &res);
     }

@@ -181,8 +181,8 @@ def test_dry_runs():
             check(counts == want, f"{name} {prof}: changes per knob {counts} == {want}")
             check(all(c["old"] != c["new"] and c["why"] and c["origin"] for c in doc["changes"]),
                   f"{name} {prof}: every change has old != new, a why and an origin")
-            t1 = watt("tune", prof, "--dry-run", "--root", root)
-            t2 = watt("tune", prof, "--dry-run", "--root", root)
+            t1 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
+            t2 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
             check(t1.returncode == 0 and t1.stdout == t2.stdout and
                   "Dry run: nothing was changed." in t1.stdout,
                   f"{name} {prof}: the text diff is stable and says nothing changed")
@@ -341,7 +341,7 @@ def test_bad_input():
     check(tree_state(root) == before and json.loads(s.stdout)["records"] == 0,
           "bad input: nothing was written, the journal holds no record")
     # Knobs missing here: notes, and the rest still applies.
-    p = watt("tune", "farcpus", "--dry-run", "--root", root)
+    p = watt("tune", "farcpus", "--dry-run", "-v", "--root", root)
     check(p.returncode == 0 and "pm_qos.cpus: 6 of the CPUs listed are not online here" in p.stdout
           and p.stdout.count("/power/pm_qos_resume_latency_us: 0 -> 50") == 2,
           "knob partly missing: a note, and cpu38-39 still change")
