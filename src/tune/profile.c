@@ -1,191 +1,24 @@
-/* Tuning profiles: the key table, value checks, the INI parser (inih, with
- * our own line reader so every value keeps its file:line) and includes. */
+/* Tuning profiles: the INI parser (inih, with our own line reader so every
+ * value keeps its file:line), includes and the list of profiles. The key
+ * table and the checks of one value are in profile_keys.c. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/cpuset.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "tune/profile.h"
+#include "tune/profile_internal.h"
 
-/* ---- the key table ---------------------------------------------------- */
-
-static const char *const w_governor[] = {"performance",  "powersave", "schedutil", "ondemand",
-                                         "conservative", "userspace", NULL};
-static const char *const w_epp[] = {"default",       "performance", "balance_performance",
-                                    "balance_power", "power",       NULL};
-static const char *const w_onoff[] = {"on", "off", NULL};
-static const char *const w_runtime_pm[] = {"auto", "keep", NULL};
-static const char *const w_sata[] = {"max_performance",
-                                     "medium_power",
-                                     "med_power_with_dipm",
-                                     "min_power_with_partial",
-                                     "min_power",
-                                     "keep_firmware_settings",
-                                     "keep",
-                                     NULL};
-static const char *const w_aspm[] = {"default",        "performance", "powersave",
-                                     "powersupersave", "keep",        NULL};
-static const char *const w_idle_latency[] = {"none", "first", NULL};
-static const char *const w_qos_latency[] = {"none", "n/a", NULL};
-
-#define LATENCY_MAX_US 2000000000.0 /* the cpu_dma_latency default: no constraint */
-#define FREQ_MAX_KHZ   100000000.0  /* 100 GHz: above any CPU, catches unit slips */
-
-#define KEY(s, k, kind_, ...)                              \
-    {                                                      \
-        .section = s, .key = k, .kind = kind_, __VA_ARGS__ \
-    }
-
-const struct profile_key profile_keys[] = {
-    KEY("profile", "description", PROFILE_KEY_TEXT,
-        .help = "one line, shown when profiles are listed"),
-    KEY("profile", "include", PROFILE_KEY_TEXT, .list = true,
-        .help = "profiles applied first, in order, then this file"),
-
-    KEY("cpufreq", "governor", PROFILE_KEY_WORDS, .words = w_governor, .list = true,
-        .help = "scaling governor; the first one the machine offers wins",
-        .file = "devices/system/cpu/cpufreq/policyN/scaling_governor"),
-    KEY("cpufreq", "epp", PROFILE_KEY_WORDS, .words = w_epp, .list = true,
-        .help = "energy/performance preference (HWP, amd-pstate); the first available wins",
-        .file = "devices/system/cpu/cpufreq/policyN/energy_performance_preference"),
-    KEY("cpufreq", "boost", PROFILE_KEY_WORDS, .words = w_onoff,
-        .help = "turbo/boost above the base clock",
-        .file = "devices/system/cpu/cpufreq/boost or intel_pstate/no_turbo (inverted)"),
-    KEY("cpufreq", "min_freq", PROFILE_KEY_FREQ, .min = 1, .max = FREQ_MAX_KHZ,
-        .help = "floor of the governor's range: min, max, kHz, MHz, GHz or % of the maximum",
-        .file = "devices/system/cpu/cpufreq/policyN/scaling_min_freq"),
-    KEY("cpufreq", "max_freq", PROFILE_KEY_FREQ, .min = 1, .max = FREQ_MAX_KHZ,
-        .help = "ceiling of the governor's range: min, max, kHz, MHz, GHz or % of the maximum",
-        .file = "devices/system/cpu/cpufreq/policyN/scaling_max_freq"),
-    KEY("cpufreq", "cpus", PROFILE_KEY_CPUS, .help = "the CPUs whose policies change (all)"),
-
-    KEY("cpuidle", "max_latency_us", PROFILE_KEY_LATENCY, .words = w_idle_latency, .min = 0,
-        .max = LATENCY_MAX_US,
-        .help = "disable every idle state whose exit latency (µs) is above this",
-        .file = "devices/system/cpu/cpuN/cpuidle/stateK/disable"),
-    KEY("cpuidle", "cpus", PROFILE_KEY_CPUS, .help = "the CPUs whose states change (all)"),
-
-    KEY("pm_qos", "resume_latency_us", PROFILE_KEY_LATENCY, .words = w_qos_latency, .min = 1,
-        .max = LATENCY_MAX_US, .help = "per-CPU resume latency limit in µs, none or n/a",
-        .file = "devices/system/cpu/cpuN/power/pm_qos_resume_latency_us"),
-    KEY("pm_qos", "cpus", PROFILE_KEY_CPUS, .help = "the CPUs that get the limit (all)"),
-
-    KEY("devices", "runtime_pm", PROFILE_KEY_WORDS, .words = w_runtime_pm,
-        .help = "auto: runtime-suspend the safe candidates; keep: leave devices alone",
-        .file = "DEVICE/power/control"),
-    KEY("devices", "autosuspend_delay_ms", PROFILE_KEY_INT, .min = 0, .max = 600000,
-        .help = "idle time (ms) before a safe candidate suspends",
-        .file = "DEVICE/power/autosuspend_delay_ms"),
-    KEY("devices", "sata_link_pm", PROFILE_KEY_WORDS, .words = w_sata, .list = true,
-        .help = "SATA link power policy; the first the host accepts wins",
-        .file = "class/scsi_host/hostN/link_power_management_policy"),
-    KEY("devices", "pcie_aspm", PROFILE_KEY_WORDS, .words = w_aspm, .help = "PCIe ASPM policy",
-        .file = "module/pcie_aspm/parameters/policy"),
-
-    KEY("kernel", "nmi_watchdog", PROFILE_KEY_INT, .min = 0, .max = 1,
-        .help = "hard-lockup detector: 1 on, 0 off", .file = "proc: sys/kernel/nmi_watchdog"),
-    KEY("kernel", "dirty_writeback_centisecs", PROFILE_KEY_INT, .min = 0, .max = 360000,
-        .help = "interval between writeback flusher wake-ups, 1/100 s",
-        .file = "proc: sys/vm/dirty_writeback_centisecs"),
-
-    KEY("latency", "workload", PROFILE_KEY_WORKLOAD,
-        .help = "what must be busy: cgroup:PATH, process:NAME or port:N"),
-    KEY("latency", "latency_us", PROFILE_KEY_INT, .min = 0, .max = LATENCY_MAX_US,
-        .help = "the limit (µs) held while the workload is busy",
-        .file = "dev: cpu_dma_latency, or cpuN/power/pm_qos_resume_latency_us with cpus"),
-    KEY("latency", "cpus", PROFILE_KEY_CPUS,
-        .help = "hold per-CPU resume latency on these instead of the global limit"),
-    KEY("latency", "busy_cpu_pct", PROFILE_KEY_REAL, .min = 0, .max = 100000,
-        .help = "busy above this CPU use, % of one CPU"),
-    KEY("latency", "busy_connections", PROFILE_KEY_INT, .min = 1, .max = 1000000,
-        .help = "busy at this many established connections (port workloads)"),
-    KEY("latency", "busy_after_s", PROFILE_KEY_REAL, .min = 0, .max = 3600,
-        .help = "busy for this long (s) before the limit is held"),
-    KEY("latency", "idle_after_s", PROFILE_KEY_REAL, .min = 0, .max = 86400,
-        .help = "idle for this long (s) before the limit is released"),
-};
-const size_t profile_nkeys = ARRAY_SIZE(profile_keys);
-
-static const char *const sections[] = {"profile", "cpufreq", "cpuidle", "pm_qos",
-                                       "devices", "kernel",  "latency", NULL};
-
-const struct profile_key *profile_key_find(const char *section, const char *key)
-{
-    for (size_t i = 0; i < profile_nkeys; i++)
-        if (streq(profile_keys[i].section, section) && streq(profile_keys[i].key, key))
-            return &profile_keys[i];
-    return NULL;
-}
-
-/* ---- suggestions ------------------------------------------------------ */
-
-/* Optimal string alignment distance (a swap of neighbours costs 1); long
- * strings are never "close". */
-static unsigned edit_distance(const char *a, const char *b)
-{
-    size_t n = strlen(a), m = strlen(b);
-    if (n > 64 || m > 64)
-        return 99;
-    unsigned d[65][65];
-    for (size_t i = 0; i <= n; i++)
-        d[i][0] = (unsigned)i;
-    for (size_t j = 0; j <= m; j++)
-        d[0][j] = (unsigned)j;
-    for (size_t i = 1; i <= n; i++) {
-        for (size_t j = 1; j <= m; j++) {
-            unsigned cost = a[i - 1] != b[j - 1];
-            unsigned v = d[i - 1][j - 1] + cost;
-            if (d[i - 1][j] + 1 < v)
-                v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v)
-                v = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    }
-    return d[n][m];
-}
-
-/* The closest word within distance 2, or NULL. */
-static const char *closest(const char *s, const char *const *words)
-{
-    const char *best = NULL;
-    unsigned best_d = 3;
-    for (size_t i = 0; words[i]; i++) {
-        unsigned dist = edit_distance(s, words[i]);
-        if (dist < best_d) {
-            best_d = dist;
-            best = words[i];
-        }
-    }
-    return best;
-}
-
-static char *join_words(const char *const *words, const char *last_sep)
-{
-    struct strbuf b = {0};
-    for (size_t i = 0; words[i]; i++) {
-        if (i)
-            strbuf_append(&b, words[i + 1] ? ", " : last_sep);
-        strbuf_append(&b, words[i]);
-    }
-    return strbuf_steal(&b);
-}
-
-/* ---- names and lists -------------------------------------------------- */
+/* ---- names ------------------------------------------------------------ */
 
 bool profile_name_ok(const char *name)
 {
@@ -209,376 +42,6 @@ void profile_names_free(char **v, size_t n)
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
-}
-
-static char *trimmed(const char *s, size_t n)
-{
-    while (n && isspace((unsigned char)*s)) {
-        s++;
-        n--;
-    }
-    while (n && isspace((unsigned char)s[n - 1]))
-        n--;
-    char *r = xmalloc(n + 1);
-    memcpy(r, s, n);
-    r[n] = '\0';
-    return r;
-}
-
-int profile_split_list(const char *value, char ***ret, size_t *ret_n)
-{
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    const char *p = value;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char *item = trimmed(p, len);
-        if (!*item) {
-            free(item);
-            profile_names_free(v, n);
-            return -EINVAL;
-        }
-        v = grow_array(v, sizeof(*v), n, &cap);
-        v[n++] = item;
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    *ret = v;
-    *ret_n = n;
-    return 0;
-}
-
-/* ---- typed values ----------------------------------------------------- */
-
-/* A plain decimal number: digits, at most one '.', no sign, no exponent,
- * no "inf" (what strtod would also take). */
-static int parse_decimal(const char *s, size_t len, double *ret)
-{
-    size_t digits = 0, dots = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (isdigit((unsigned char)s[i]))
-            digits++;
-        else if (s[i] == '.')
-            dots++;
-        else
-            return -EINVAL;
-    }
-    if (!digits || dots > 1 || len > 32)
-        return -EINVAL;
-    char buf[40];
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    *ret = strtod(buf, NULL);
-    return 0;
-}
-
-int profile_parse_freq(const char *value, struct profile_freq *ret)
-{
-    if (streq(value, "min") || streq(value, "max")) {
-        *ret = (struct profile_freq){streq(value, "min") ? PROFILE_FREQ_MIN : PROFILE_FREQ_MAX, 0};
-        return 0;
-    }
-    size_t len = strspn(value, "0123456789.");
-    double d;
-    if (parse_decimal(value, len, &d) < 0)
-        return -EINVAL;
-    const char *unit = value + len;
-    while (*unit == ' ' || *unit == '\t')
-        unit++;
-    struct profile_freq f = {PROFILE_FREQ_KHZ, d};
-    if (streq(unit, "%")) {
-        f.kind = PROFILE_FREQ_PCT;
-        if (d < 1 || d > 100)
-            return -ERANGE;
-        *ret = f;
-        return 0;
-    }
-    if (!*unit || strcasecmp(unit, "khz") == 0) {
-        if (d != floor(d))
-            return -EINVAL;
-    } else if (strcasecmp(unit, "mhz") == 0) {
-        f.value = round(d * 1e3);
-    } else if (strcasecmp(unit, "ghz") == 0) {
-        f.value = round(d * 1e6);
-    } else {
-        return -EINVAL;
-    }
-    if (f.value < 1 || f.value > FREQ_MAX_KHZ)
-        return -ERANGE;
-    *ret = f;
-    return 0;
-}
-
-static int parse_integer(const char *s, long long *ret)
-{
-    /* no '+': the kernel's parsers and the guard's refuse it */
-    if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1])))
-        return -EINVAL;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end)
-        return -EINVAL;
-    if (errno == ERANGE)
-        return -ERANGE;
-    *ret = v;
-    return 0;
-}
-
-int profile_parse_latency(const char *value, struct profile_latency *ret)
-{
-    static const struct {
-        const char *word;
-        enum profile_latency_kind kind;
-    } words[] = {{"none", PROFILE_LATENCY_NONE},
-                 {"first", PROFILE_LATENCY_FIRST},
-                 {"n/a", PROFILE_LATENCY_NA}};
-    for (size_t i = 0; i < ARRAY_SIZE(words); i++) {
-        if (streq(value, words[i].word)) {
-            *ret = (struct profile_latency){words[i].kind, 0};
-            return 0;
-        }
-    }
-    long long us;
-    int r = parse_integer(value, &us);
-    if (r < 0)
-        return r;
-    if (us < 0 || us > (long long)LATENCY_MAX_US)
-        return -ERANGE;
-    *ret = (struct profile_latency){PROFILE_LATENCY_US, us};
-    return 0;
-}
-
-/* Returns NULL, or why VALUE is not a workload. */
-static const char *workload_parse(const char *value, struct profile_workload *ret)
-{
-    struct profile_workload w = {0};
-    if (strncmp(value, "cgroup:", 7) == 0) {
-        const char *path = value + 7;
-        size_t n = strlen(path);
-        if (n > 1024)
-            return "the cgroup path is longer than 1024 characters";
-        if (path[0] != '/')
-            return "the cgroup path starts with '/' below the cgroup2 mount "
-                   "(cgroup:/system.slice/redis.service)";
-        if (strstr(path, "/../") || strstr(path, "/./") || strstr(path, "//") ||
-            (n >= 3 && streq(path + n - 3, "/..")) || (n >= 2 && streq(path + n - 2, "/.")))
-            return "the cgroup path has an empty, '.' or '..' component";
-        for (size_t i = 0; i < n; i++)
-            if (iscntrl((unsigned char)path[i]))
-                return "the cgroup path has a control character";
-        w = (struct profile_workload){PROFILE_WORKLOAD_CGROUP, path, 0};
-    } else if (strncmp(value, "process:", 8) == 0) {
-        const char *name = value + 8;
-        size_t n = strlen(name);
-        if (n < 1 || n > 15 || strchr(name, '/'))
-            return "a process name (the kernel's comm) is 1 to 15 characters without '/'";
-        for (size_t i = 0; i < n; i++)
-            if (iscntrl((unsigned char)name[i]))
-                return "the process name has a control character";
-        w = (struct profile_workload){PROFILE_WORKLOAD_PROCESS, name, 0};
-    } else if (strncmp(value, "port:", 5) == 0) {
-        long long port;
-        if (value[5] == '-' || parse_integer(value + 5, &port) < 0 || port < 1 || port > 65535)
-            return "the port is an integer in 1..65535";
-        w = (struct profile_workload){PROFILE_WORKLOAD_PORT, NULL, (unsigned)port};
-    } else {
-        return "want cgroup:PATH, process:NAME or port:N";
-    }
-    *ret = w;
-    return NULL;
-}
-
-int profile_parse_workload(const char *value, struct profile_workload *ret)
-{
-    return workload_parse(value, ret) ? -EINVAL : 0;
-}
-
-int profile_parse_cpus(const char *value, struct cpuset *ret)
-{
-    if (streq(value, "all"))
-        return 1;
-    /* cpuset_parse takes the kernel's format, which has no blanks */
-    _cleanup_free_ char *compact = xmalloc(strlen(value) + 1);
-    size_t n = 0;
-    for (const char *p = value; *p; p++)
-        if (!isspace((unsigned char)*p))
-            compact[n++] = *p;
-    compact[n] = '\0';
-    if (!n)
-        return -EINVAL;
-    for (size_t i = 0; i + 1 < n; i++)
-        if (compact[i] == ',' && compact[i + 1] == ',')
-            return -EINVAL;
-    struct cpuset set;
-    int r = cpuset_parse(compact, &set);
-    if (r < 0)
-        return r;
-    if (cpuset_count(&set) == 0) {
-        cpuset_free(&set);
-        return -EINVAL;
-    }
-    *ret = set;
-    return 0;
-}
-
-/* ---- value checks ----------------------------------------------------- */
-
-static char *check_words(const struct profile_key *k, const char *value)
-{
-    if (!k->list && strchr(value, ','))
-        return xasprintf("%s takes one word, not a list ('%s')", k->key, value);
-    char **items;
-    size_t n;
-    if (profile_split_list(value, &items, &n) < 0)
-        return xasprintf("%s '%s' has an empty item (want words separated by commas)", k->key,
-                         value);
-    char *err = NULL;
-    for (size_t i = 0; i < n && !err; i++) {
-        bool known = false;
-        for (size_t w = 0; k->words[w] && !known; w++)
-            known = streq(items[i], k->words[w]);
-        for (size_t j = 0; j < i && known && !err; j++)
-            if (streq(items[i], items[j]))
-                err = xasprintf("%s lists '%s' twice", k->key, items[i]);
-        if (known)
-            continue;
-        _cleanup_free_ char *want = join_words(k->words, " or ");
-        const char *near = closest(items[i], k->words);
-        if (near)
-            err = xasprintf("%s '%s' is not a known value: did you mean '%s'? (want %s)", k->key,
-                            items[i], near, want);
-        else
-            err = xasprintf("%s '%s' is not a known value (want %s)", k->key, items[i], want);
-    }
-    profile_names_free(items, n);
-    return err;
-}
-
-static char *check_number(const struct profile_key *k, const char *value)
-{
-    double d;
-    if (k->kind == PROFILE_KEY_INT) {
-        long long v;
-        int r = parse_integer(value, &v);
-        if (r == -EINVAL)
-            return xasprintf("%s '%s' is not an integer (want %.15g..%.15g)", k->key, value, k->min,
-                             k->max);
-        d = r < 0 ? HUGE_VAL : (double)v;
-    } else {
-        const char *s = value + (value[0] == '-' || value[0] == '+');
-        if (parse_decimal(s, strlen(s), &d) < 0)
-            return xasprintf("%s '%s' is not a number (want %.15g..%.15g)", k->key, value, k->min,
-                             k->max);
-        if (value[0] == '-')
-            d = -d;
-    }
-    if (d < k->min || d > k->max)
-        return xasprintf("%s %s is out of range (want %.15g..%.15g)", k->key, value, k->min,
-                         k->max);
-    return NULL;
-}
-
-static char *check_latency(const struct profile_key *k, const char *value)
-{
-    _cleanup_free_ char *want = join_words(k->words, " or ");
-    struct profile_latency l;
-    int r = profile_parse_latency(value, &l);
-    bool word_ok = false;
-    for (size_t i = 0; k->words[i]; i++)
-        word_ok |= streq(value, k->words[i]);
-    if (r == 0 && l.kind != PROFILE_LATENCY_US && !word_ok)
-        r = -EINVAL;
-    if (r == -EINVAL)
-        return xasprintf("%s '%s' is not a latency (want µs as an integer, or %s)", k->key, value,
-                         want);
-    if (r == 0 && l.kind == PROFILE_LATENCY_US && l.us < k->min && streq(k->section, "pm_qos"))
-        return xasprintf("%s 0 is ambiguous (the kernel file reads 0 as no constraint): write "
-                         "'none' for no constraint or 'n/a' for no latency at all",
-                         k->key);
-    if (r < 0 || (l.kind == PROFILE_LATENCY_US && l.us < k->min))
-        return xasprintf("%s %s is out of range (want %.15g..%.15g µs, or %s)", k->key, value,
-                         k->min, k->max, want);
-    return NULL;
-}
-
-static char *check_include(const struct profile_key *k, const char *value)
-{
-    char **items;
-    size_t n;
-    if (profile_split_list(value, &items, &n) < 0)
-        return xasprintf("%s '%s' has an empty name between commas", k->key, value);
-    char *err = NULL;
-    for (size_t i = 0; i < n && !err; i++) {
-        if (!profile_name_ok(items[i]))
-            err = xasprintf("%s: '%s' is not a profile name (want a-z, 0-9, '_', '.', '-', "
-                            "at most 64, no '/' or '..')",
-                            k->key, items[i]);
-        for (size_t j = 0; j < i && !err; j++)
-            if (streq(items[i], items[j]))
-                err = xasprintf("%s names '%s' twice", k->key, items[i]);
-    }
-    profile_names_free(items, n);
-    return err;
-}
-
-int profile_value_check(const struct profile_key *k, const char *value, char **ret_err)
-{
-    char *err = NULL;
-    struct profile_freq f;
-    struct profile_workload w;
-    struct cpuset set;
-    int r;
-    switch (k->kind) {
-    case PROFILE_KEY_WORDS:
-        err = check_words(k, value);
-        break;
-    case PROFILE_KEY_INT:
-    case PROFILE_KEY_REAL:
-        err = check_number(k, value);
-        break;
-    case PROFILE_KEY_FREQ:
-        r = profile_parse_freq(value, &f);
-        if (r == -EINVAL)
-            err = xasprintf("%s '%s' is not a frequency (want min, max, N kHz, N MHz, N GHz "
-                            "or N%%)",
-                            k->key, value);
-        else if (r < 0)
-            err = xasprintf("%s '%s' is out of range (want 1 kHz..100 GHz, or 1..100%%)", k->key,
-                            value);
-        break;
-    case PROFILE_KEY_LATENCY:
-        err = check_latency(k, value);
-        break;
-    case PROFILE_KEY_CPUS:
-        r = profile_parse_cpus(value, &set);
-        if (r == 0)
-            cpuset_free(&set);
-        if (r == -ERANGE)
-            err = xasprintf("%s '%s' has a reversed range or an id above %d", k->key, value,
-                            CPUSET_MAX_CPU);
-        else if (r < 0)
-            err =
-                xasprintf("%s '%s' is not a CPU list (want all, or ids like 0-3,8)", k->key, value);
-        break;
-    case PROFILE_KEY_WORKLOAD: {
-        const char *why = workload_parse(value, &w);
-        if (why)
-            err = xasprintf("%s '%s': %s", k->key, value, why);
-        break;
-    }
-    case PROFILE_KEY_TEXT:
-        if (k->list)
-            err = check_include(k, value);
-        break;
-    }
-    if (err) {
-        *ret_err = err;
-        return -EINVAL;
-    }
-    return 0;
 }
 
 /* ---- one file --------------------------------------------------------- */
@@ -639,15 +102,15 @@ static void finalize(struct parse *ps)
 
 static void check_section(struct parse *ps, const char *name)
 {
-    for (size_t i = 0; sections[i]; i++)
-        if (streq(name, sections[i]))
+    for (size_t i = 0; profile_sections[i]; i++)
+        if (streq(name, profile_sections[i]))
             return;
-    const char *near = closest(name, sections);
+    const char *near = profile_closest(name, profile_sections);
     if (near) {
         set_err(ps, ps->line, "unknown section [%s]: did you mean [%s]?", name, near);
         return;
     }
-    _cleanup_free_ char *want = join_words(sections, " or ");
+    _cleanup_free_ char *want = profile_join_words(profile_sections, " or ");
     set_err(ps, ps->line, "unknown section [%s] (want %s)", name, want);
 }
 
@@ -699,7 +162,7 @@ static char *reader(char *str, int num, void *stream)
 
 static void unknown_key(struct parse *ps, const char *section, const char *key)
 {
-    const char *names[ARRAY_SIZE(profile_keys) + 1];
+    _cleanup_free_ const char **names = xcalloc(profile_nkeys + 1, sizeof(*names));
     size_t n = 0;
     const char *elsewhere = NULL;
     for (size_t i = 0; i < profile_nkeys; i++) {
@@ -709,7 +172,7 @@ static void unknown_key(struct parse *ps, const char *section, const char *key)
             elsewhere = profile_keys[i].section;
     }
     names[n] = NULL;
-    const char *near = closest(key, names);
+    const char *near = profile_closest(key, names);
     if (!*key)
         set_err(ps, ps->line, "a line with no key before '='");
     else if (elsewhere)
@@ -717,7 +180,7 @@ static void unknown_key(struct parse *ps, const char *section, const char *key)
     else if (near)
         set_err(ps, ps->line, "unknown key '%s' in [%s]: did you mean '%s'?", key, section, near);
     else {
-        _cleanup_free_ char *want = join_words(names, " or ");
+        _cleanup_free_ char *want = profile_join_words(names, " or ");
         set_err(ps, ps->line, "unknown key '%s' in [%s] (want %s)", key, section, want);
     }
 }
@@ -821,7 +284,7 @@ static char *syntax_error(const char *text, int line)
     if (!s)
         return xstrdup("syntax error");
     size_t n = strcspn(s, "\n");
-    _cleanup_free_ char *t = trimmed(s, n);
+    _cleanup_free_ char *t = profile_trimmed(s, n);
     if (t[0] == '[')
         return xstrdup("section header without a closing ']'");
     if (strlen(t) > 40)
@@ -1193,7 +656,7 @@ static char *name_hint(const char *name, const char *confdir)
     char *hint = NULL;
     names = xrealloc(names, (nn + 1) * sizeof(*names));
     names[nn] = NULL;
-    const char *near = closest(name, (const char *const *)names);
+    const char *near = profile_closest(name, (const char *const *)names);
     hint = near ? xasprintf(" (did you mean '%s'?)", near) : xstrdup("");
     profile_names_free(names, nn);
     return hint;
