@@ -27,6 +27,7 @@
 #include "host/host.h"
 #include "model/model.h"
 #include "sense/clock.h"
+#include "sense/devpolicy.h"
 
 #define CT_TEXT        "text/plain; version=0.0.4; charset=utf-8"
 #define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -58,6 +59,10 @@ struct agent {
                               * sampling interval is longer */
     struct agent_tuning tune;
     bool tune_started;
+    /* CONFDIR/devices.conf, the policy `watt report` and `watt tune` use:
+     * read at start and on SIGHUP; NULL: none, built-in rules only. */
+    char *confdir;
+    struct devpolicy *devpolicy;
     bool stop;
 };
 
@@ -138,6 +143,7 @@ static void take_sample(struct agent *a)
         .cur = b,
         .interval_s = a->prev ? (double)(b->mono_ns - a->prev->mono_ns) / 1e9 : 0,
         .diags = &diags,
+        .devpolicy = a->devpolicy,
     };
     if (!a->prev) /* a single sample: report's convention is a = it, b = NULL */
         c.a = b;
@@ -477,9 +483,35 @@ static void reload_config(struct agent *a)
     fprintf(stderr, "watt agent: config reloaded from %s\n", a->config_path);
 }
 
+/* CONFDIR/devices.conf for the device metrics and /status, judged as
+ * `watt report --config-dir` does. At start a broken file is an error (as
+ * in report and tune); on SIGHUP it keeps the running policy. The
+ * directory is the one of the start: config_dir changes need a restart. */
+static int load_devpolicy(struct agent *a, bool reload)
+{
+    struct devpolicy *p = NULL;
+    _cleanup_free_ char *err = NULL;
+    int r = devpolicy_load(a->confdir, &p, &err);
+    if (r < 0) {
+        fprintf(stderr, "watt agent: %s%s\n",
+                reload ? "reload: keeping the running device policy: " : "", err);
+        return r;
+    }
+    if (p)
+        fprintf(stderr, "watt agent: device policy: %zu rule%s from %s\n", p->n,
+                p->n == 1 ? "" : "s", p->file);
+    else if (a->devpolicy)
+        fprintf(stderr, "watt agent: device policy: %s/%s is gone, built-in rules only\n",
+                a->confdir, DEVPOLICY_FILE);
+    devpolicy_free(a->devpolicy);
+    a->devpolicy = p;
+    return 0;
+}
+
 static void reload(struct agent *a)
 {
     notify("RELOADING=1");
+    load_devpolicy(a, true); /* with or without --config */
     reload_config(a);
     notify("READY=1");
 }
@@ -651,6 +683,8 @@ static void agent_close(struct agent *a)
     if (a->auth_password)
         explicit_bzero(a->auth_password, strlen(a->auth_password));
     free(a->auth_password);
+    devpolicy_free(a->devpolicy);
+    free(a->confdir);
     agent_config_free(&a->cfg);
 }
 
@@ -713,8 +747,11 @@ int agent_run(const struct agent_config *start, const char *config_path,
     a.cfg.config_dir = start->config_dir ? xstrdup(start->config_dir) : NULL;
     a.cfg.journal = start->journal ? xstrdup(start->journal) : NULL;
     a.self.start_time_s = (double)now_realtime_ns() / 1e9;
+    a.confdir = xstrdup(agent_tuning_confdir(&a.cfg));
 
-    int r = load_model(&a);
+    int r = load_devpolicy(&a, false);
+    if (r >= 0)
+        r = load_model(&a);
     if (r >= 0 && (r = host_open(a.cfg.root, &a.h)) < 0)
         fprintf(stderr, "watt agent: cannot open root %s: %s\n", a.cfg.root ? a.cfg.root : "/",
                 strerror(-r));

@@ -791,7 +791,9 @@ static void render_devices(struct mw *w, const struct report_ctx *c)
         return;
     render_device_states(w, s);
     struct device_candidate *v = NULL;
-    size_t n = devices_assess(s, c->b ? c->a->devices : NULL, &v);
+    /* the policy of watt report and watt tune: built-in rules plus
+     * CONFDIR/devices.conf, so the safe set is what tune would switch */
+    size_t n = devices_assess_policy(s, c->b ? c->a->devices : NULL, c->devpolicy, &v);
     fam(w, &f_dev_safe);
     for (size_t i = 0; i < n; i++)
         if (device_has_rpm(v[i].dev)) {

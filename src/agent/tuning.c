@@ -15,7 +15,7 @@
 
 #define OWNER "agent"
 
-static const char *confdir_of(const struct agent_config *c)
+const char *agent_tuning_confdir(const struct agent_config *c)
 {
     if (c->config_dir)
         return c->config_dir;
@@ -235,7 +235,7 @@ int agent_tuning_start(struct agent_tuning *t, struct host *h, const struct agen
     *t = (struct agent_tuning){
         .h = h,
         .journal = journal_of(c),
-        .confdir = xstrdup(confdir_of(c)),
+        .confdir = xstrdup(agent_tuning_confdir(c)),
         .restore_on_exit = c->restore_on_exit,
         .need_recover = true,
     };
@@ -339,7 +339,7 @@ void agent_tuning_reload(struct agent_tuning *t, const struct agent_config *c)
     const char *name = c->profile;
     t->restore_on_exit = c->restore_on_exit;
     _cleanup_free_ char *journal = journal_of(c);
-    if (!streq(journal, t->journal) || !streq(confdir_of(c), t->confdir))
+    if (!streq(journal, t->journal) || !streq(agent_tuning_confdir(c), t->confdir))
         fprintf(stderr, "watt agent: reload: journal and config_dir changes need a restart\n");
     if (!name && !t->profile)
         return;

@@ -35,6 +35,10 @@ struct agent_tuning {
     bool locked_logged;  /* "journal locked" said once per wait */
 };
 
+/* Where profiles.d/ and devices.conf are: C's config_dir, else
+ * $WATT_CONFIG_DIR, else /etc/watt. Borrowed from C or the environment. */
+const char *agent_tuning_confdir(const struct agent_config *c);
+
 /* Start: restore stale records, load and apply C's profile, start its
  * guard. A broken profile or a refused write is an error (said on
  * stderr); a locked journal is not (it is retried on the next tick). */

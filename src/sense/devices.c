@@ -346,25 +346,56 @@ static void read_runtime_pm(struct host *h, struct sample *s, const char *dir,
     d->wakeup = read_wakeup(h, s, pw);
 }
 
-/* USB devices of class 0 say what they are in their interfaces
- * ("1-2:1.0"); the first one names the device. */
-static int first_iface_class(struct host *h, const char *dir, const char *name)
+/* Every interface of a USB device: its children "NAME:C.I" (the active
+ * configuration's only). Devices of class 00 or ef say what they are
+ * there, and their drivers bind there: a headset's audio can be interface
+ * 2 behind a HID interface 0. */
+static void read_ifaces(struct host *h, struct sample *s, const char *dir, struct device_info *d)
 {
     char **names;
-    size_t n;
-    int cls = -1;
+    size_t n, nl = strlen(d->name);
     if (host_list(h, HOST_SYS, dir, &names, &n) < 0)
-        return -1;
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < n && cls < 0; i++) {
-        _cleanup_free_ char *v = NULL;
-        if (strncmp(names[i], name, nl) == 0 && names[i][nl] == ':' &&
-            host_read_strf(h, HOST_SYS, &v, "%s/%s/bInterfaceClass", dir, names[i]) == 0 &&
-            devices_parse_hex(v, strlen(v), &cls) < 0)
-            cls = -1;
+        return;
+    for (size_t i = 0; i < n && d->niface < DEV_MAX_IFACES; i++) {
+        if (strncmp(names[i], d->name, nl) != 0 || names[i][nl] != ':' || !names[i][nl + 1])
+            continue;
+        if (!d->iface)
+            d->iface = xcalloc(DEV_MAX_IFACES, sizeof(*d->iface));
+        struct usb_iface *f = &d->iface[d->niface++];
+        _cleanup_free_ char *idir = xasprintf("%s/%s", dir, names[i]);
+        f->name = xstrdup(names[i]);
+        f->cls = read_hex(h, s, idir, "bInterfaceClass", false);
+        /* through the real path, as the device's own driver; ENOENT: none */
+        _cleanup_free_ char *drv = xasprintf("%s/%s/driver", d->path, names[i]);
+        host_link_name(h, HOST_SYS, drv, &f->driver);
     }
+    if (d->niface)
+        d->iface_class = d->iface[0].cls;
     host_free_list(names, n);
-    return cls;
+}
+
+bool device_usb_class(const struct device_info *d, int cls)
+{
+    if (d->kind != DEV_KIND_USB_DEVICE && d->kind != DEV_KIND_USB_INTERFACE)
+        return false;
+    if (d->class_code == cls || (d->kind == DEV_KIND_USB_DEVICE && d->iface_class == cls))
+        return true;
+    for (size_t i = 0; i < d->niface; i++)
+        if (d->iface[i].cls == cls)
+            return true;
+    return false;
+}
+
+bool device_has_driver(const struct device_info *d, const char *driver)
+{
+    if (!driver)
+        return false;
+    if (streq(d->driver, driver))
+        return true;
+    for (size_t i = 0; i < d->niface; i++)
+        if (streq(d->iface[i].driver, driver))
+            return true;
+    return false;
 }
 
 static void read_identity(struct host *h, struct sample *s, const char *dir, struct device_info *d)
@@ -386,7 +417,7 @@ static void read_identity(struct host *h, struct sample *s, const char *dir, str
         d->vendor = read_hex(h, s, dir, "idVendor", false);
         d->device = read_hex(h, s, dir, "idProduct", false);
         d->product = read_attr(h, s, dir, "product", true);
-        d->iface_class = first_iface_class(h, dir, d->name);
+        read_ifaces(h, s, dir, d);
     } else if (streq(d->bus, "virtio")) {
         d->kind = DEV_KIND_VIRTIO;
         d->class_code = read_hex(h, s, dir, "device", true);
@@ -710,6 +741,11 @@ static void devices_free_sample(struct sample *s)
         free(d->driver);
         free(d->product);
         free(d->runtime_enabled);
+        for (size_t k = 0; k < d->niface; k++) {
+            free(d->iface[k].name);
+            free(d->iface[k].driver);
+        }
+        free(d->iface);
     }
     free(ds->dev);
     for (size_t i = 0; i < ds->nanchor; i++) {

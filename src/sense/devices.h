@@ -50,6 +50,21 @@ enum dev_kind {
     DEV_KIND_VIRTIO,
 };
 
+/* USB allows 32 interfaces in a configuration (the kernel's
+ * USB_MAXINTERFACES); more entries in a tree are ignored. */
+#define DEV_MAX_IFACES 32
+
+/* One interface of a USB device's active configuration: the child
+ * "1-2:1.1" (BUS-PORT:CONFIG.INTERFACE) with its bInterfaceClass and the
+ * driver bound to it (Documentation/ABI/testing/sysfs-bus-usb). Real
+ * kernels give interfaces no power/control (pm_runtime_no_callbacks), so
+ * most are not devices of the sample: they are known only from here. */
+struct usb_iface {
+    char *name;   /* "1-2:1.1"; owned */
+    int cls;      /* bInterfaceClass (0x03 HID, 0x01 audio); -1 unreadable */
+    char *driver; /* "btusb"; NULL when no driver is bound; owned */
+};
+
 struct device_info {
     char *bus;     /* "pci", "usb"; owned */
     char *name;    /* "0000:00:14.0", "1-2"; owned */
@@ -62,6 +77,11 @@ struct device_info {
     int class_code;
     int vendor, device; /* PCI vendor/device, USB idVendor/idProduct; -1 unknown */
     int iface_class;    /* USB device: bInterfaceClass of its first interface; -1 */
+    /* USB device: every interface, in natural order ("1-2:1.2" before
+     * "1-2:1.10"); NULL and 0 for other devices. Owned. The policy looks
+     * at all of them (device_usb_class, device_has_driver). */
+    struct usb_iface *iface;
+    size_t niface;
     enum dev_control control;
     enum dev_status status;
     uint64_t active_ms;    /* runtime_active_time, cumulative ms; VAL_NONE */
@@ -122,8 +142,17 @@ static inline bool device_has_rpm(const struct device_info *d)
     return d->status != DEV_STATUS_UNSUPPORTED && d->status != DEV_STATUS_UNKNOWN;
 }
 enum dev_status dev_status_parse(const char *s); /* DEV_STATUS_UNKNOWN on garbage */
-/* "USB xHCI", "SATA (AHCI)", "network", "HID"; NULL when unknown. */
+/* "USB xHCI", "SATA (AHCI)", "network", "HID"; NULL when unknown. A USB
+ * device whose class is defined by its interfaces (bDeviceClass 00 or ef)
+ * is named after its first interface of a standard class. */
 const char *device_class_name(const struct device_info *d);
+/* Whether D is a USB device with an interface of class CLS (any of them,
+ * not only the first), or a USB device or interface of that class. */
+bool device_usb_class(const struct device_info *d, int cls);
+/* Whether DRIVER is bound to D or, for a USB device, to one of its
+ * interfaces (btusb binds to "1-2:1.0" and "1-2:1.1", never to "1-2",
+ * whose driver is "usb"). */
+bool device_has_driver(const struct device_info *d, const char *driver);
 
 /* Pure parsers (fuzz targets). Each returns 0, -EINVAL on garbage or
  * -ENOENT when the text has no such line; ret_* are set only on success. */

@@ -18,7 +18,7 @@
 struct builtin_deny {
     const char *tag; /* for tables */
     const char *why; /* appended to "built-in deny: TAG: " */
-    int usb_class;   /* USB device or interface class, -1 for none */
+    int usb_class;   /* USB device, interface or any interface's class; -1 none */
     const char *const *drivers;
 };
 
@@ -54,50 +54,27 @@ static bool parent_is(const char *child, const char *parent)
            strncmp(child, parent, strlen(parent)) == 0;
 }
 
-/* The interfaces of a USB device are listed after it, when the kernel (or
- * a recorded tree) gives them power/control files. */
-static bool iface_has(const struct devices_sample *s, const struct device_info *d, int cls,
-                      const char *driver)
+/* The first driver of LIST bound to D or to one of its USB interfaces. */
+static const char *driver_in(const struct device_info *d, const char *const *list)
 {
-    for (size_t i = 0; d->path && i < s->n; i++) {
-        const struct device_info *c = &s->dev[i];
-        if (c->kind != DEV_KIND_USB_INTERFACE || !c->path || !parent_is(c->path, d->path))
-            continue;
-        if ((cls >= 0 && c->class_code == cls) || (driver && streq(c->driver, driver)))
-            return true;
-    }
-    return false;
-}
-
-static bool usb_class_is(const struct devices_sample *s, const struct device_info *d, int cls)
-{
-    if (d->kind == DEV_KIND_USB_INTERFACE)
-        return d->class_code == cls;
-    if (d->kind != DEV_KIND_USB_DEVICE)
-        return false;
-    return d->class_code == cls || (d->class_code == 0 && d->iface_class == cls) ||
-           iface_has(s, d, cls, NULL);
-}
-
-static bool driver_in(const char *driver, const char *const *list)
-{
-    for (size_t i = 0; driver && list && list[i]; i++)
-        if (streq(driver, list[i]))
-            return true;
-    return false;
+    for (size_t i = 0; list && list[i]; i++)
+        if (device_has_driver(d, list[i]))
+            return list[i];
+    return NULL;
 }
 
 const char *devpolicy_builtin_deny(const struct devices_sample *s, const struct device_info *d,
                                    char **ret_reason)
 {
+    (void)s; /* a USB device carries its interfaces (device_info.iface) */
     for (size_t i = 0; i < ARRAY_SIZE(builtin); i++) {
         const struct builtin_deny *b = &builtin[i];
-        bool hit = (b->usb_class >= 0 && usb_class_is(s, d, b->usb_class)) ||
-                   driver_in(d->driver, b->drivers);
-        if (!hit)
+        /* any interface of the class: a webcam's audio is interface 2 */
+        bool hit = b->usb_class >= 0 && device_usb_class(d, b->usb_class);
+        const char *drv = hit ? NULL : driver_in(d, b->drivers);
+        if (!hit && !drv)
             continue;
-        *ret_reason = b->drivers
-                          ? xasprintf("built-in deny: %s (%s): %s", b->tag, d->driver, b->why)
+        *ret_reason = drv ? xasprintf("built-in deny: %s (%s): %s", b->tag, drv, b->why)
                           : xasprintf("built-in deny: %s: %s", b->tag, b->why);
         return b->tag;
     }
@@ -135,8 +112,7 @@ static bool rule_matches(const struct devpolicy_rule *r, const struct devices_sa
                (r->device < 0 || r->device == src->device);
     }
     case DEVPOLICY_MATCH_DRIVER:
-        return streq(d->driver, r->value) ||
-               (d->kind == DEV_KIND_USB_DEVICE && iface_has(s, d, -1, r->value));
+        return device_has_driver(d, r->value);
     case DEVPOLICY_MATCH_PATH:
         return path_at_or_below(d->path, r->value);
     case DEVPOLICY_MATCH_BUSDEV: {

@@ -13,8 +13,8 @@
  *   deny  path=/sys/devices/pci0000:00/0000:00:1c.0   # and everything below
  *
  * A match is VENDOR:DEVICE (hex, 1-4 digits each, "*" for any),
- * driver=NAME (the device's driver, or for a USB device the driver of one
- * of its listed interfaces), or path=/sys/devices/... (that device and
+ * driver=NAME (the device's driver, or for a USB device the driver of any
+ * of its interfaces), or path=/sys/devices/... (that device and
  * every device below it) or path=/sys/bus/BUS/devices/NAME (that device).
  * USB interfaces match by the vendor:device of their USB device.
  *

@@ -123,6 +123,22 @@ static const char *virtio_class_name(int id)
     }
 }
 
+/* bDeviceClass 00 ("defined at interface level") and ef/02/01 (interface
+ * association: a webcam's video and audio functions) leave the class to
+ * the interfaces: the first of a standard class names the device (an HP
+ * printer's interface 0 is vendor-specific, its interface 1 the printer). */
+static int usb_device_class(const struct device_info *d)
+{
+    if (d->class_code != 0x00 && d->class_code != 0xef)
+        return d->class_code;
+    if (!d->niface)
+        return d->iface_class >= 0 ? d->iface_class : d->class_code;
+    for (size_t i = 0; i < d->niface; i++)
+        if (d->iface[i].cls >= 0 && d->iface[i].cls != 0xff && d->iface[i].cls != 0xfe)
+            return d->iface[i].cls;
+    return d->iface[0].cls >= 0 ? d->iface[0].cls : d->class_code;
+}
+
 const char *device_class_name(const struct device_info *d)
 {
     if (d->class_code < 0)
@@ -131,8 +147,7 @@ const char *device_class_name(const struct device_info *d)
     case DEV_KIND_PCI:
         return pci_class_name(d->class_code);
     case DEV_KIND_USB_DEVICE:
-        return usb_class_name(d->class_code == 0 && d->iface_class > 0 ? d->iface_class
-                                                                       : d->class_code);
+        return usb_class_name(usb_device_class(d));
     case DEV_KIND_USB_INTERFACE:
         return usb_class_name(d->class_code);
     case DEV_KIND_VIRTIO:
@@ -195,7 +210,10 @@ static bool listed_between(const struct devices_sample *s, const struct device_i
 static int input_rule(const struct devices_sample *s, const struct device_info *d,
                       const char **ret_which)
 {
-    if (d->kind == DEV_KIND_USB_INTERFACE && d->class_code == USB_CLASS_HID)
+    /* a HID interface, or a USB device with one among its interfaces,
+     * whichever interface number it has */
+    if ((d->kind == DEV_KIND_USB_INTERFACE || d->kind == DEV_KIND_USB_DEVICE) &&
+        device_usb_class(d, USB_CLASS_HID))
         return 2;
     if (d->kind == DEV_KIND_PCI && d->class_code >= 0 && d->class_code >> 16 == PCI_BASE_INPUT)
         return 2;
@@ -229,7 +247,7 @@ static bool is_storage(const struct device_info *d)
     case DEV_KIND_PCI:
         return d->class_code >= 0 && d->class_code >> 16 == 0x01;
     case DEV_KIND_USB_DEVICE:
-        return d->class_code == 0x08 || (d->class_code == 0 && d->iface_class == 0x08);
+        return device_usb_class(d, 0x08); /* any mass-storage interface */
     case DEV_KIND_USB_INTERFACE:
         return d->class_code == 0x08; /* mass storage */
     case DEV_KIND_VIRTIO:

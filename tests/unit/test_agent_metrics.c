@@ -17,6 +17,7 @@
 #include "config.h"
 #include "host/host.h"
 #include "model/model.h"
+#include "sense/devpolicy.h"
 #include "sense/irq.h"
 #include "sense/latency.h"
 #include "sense/rapl.h"
@@ -383,6 +384,55 @@ static void test_intel_2s(void **state)
     run_close(&r);
 }
 
+/* The number of series of watt_device_autosuspend_safe at 1. */
+static unsigned count_safe(const char *t)
+{
+    unsigned n = 0;
+    for (const char *p = strstr(t, "\nwatt_device_autosuspend_safe{"); p;
+         p = strstr(p + 1, "\nwatt_device_autosuspend_safe{"))
+        n += strncmp(p + strcspn(p, "}"), "} 1\n", 4) == 0;
+    return n;
+}
+
+/* devices.conf rules decide the safe devices, as in watt report: a deny
+ * of the USB stick's interface driver takes it out; the printer (usblp
+ * on interface 1 of 4) is never safe. */
+static void test_device_policy(void **state)
+{
+    (void)state;
+    struct run r;
+    run_open(&r, "intel-2s", true);
+    const char *stick = "watt_device_autosuspend_safe{bus=\"usb\",device=\"2-1\"}";
+    const char *printer = "watt_device_autosuspend_safe{bus=\"usb\",device=\"1-2\"}";
+    _cleanup_free_ char *t = run_render(&r, AGENT_RAPL_EXACT, false);
+    want_value(t, stick, "1");
+    want_value(t, printer, "0");
+    assert_int_equal(count_safe(t), 1);
+
+    const char *conf = "deny driver=usb-storage\n";
+    struct devpolicy *p = NULL;
+    char *err = NULL;
+    assert_int_equal(devpolicy_parse(conf, strlen(conf), "devices.conf", &p, &err), 0);
+    r.c.devpolicy = p;
+    _cleanup_free_ char *denied = run_render(&r, AGENT_RAPL_EXACT, false);
+    validate(denied, false);
+    want_value(denied, stick, "0");
+    assert_int_equal(count_safe(denied), 0);
+    devpolicy_free(p);
+
+    /* allow lifts nothing but wakeup: the printer stays denied */
+    conf = "allow 03f0:*\n";
+    assert_int_equal(devpolicy_parse(conf, strlen(conf), "devices.conf", &p, &err), 0);
+    r.c.devpolicy = p;
+    _cleanup_free_ char *allowed = run_render(&r, AGENT_RAPL_EXACT, true);
+    validate(allowed, true);
+    want_value(allowed, printer, "0");
+    want_value(allowed, stick, "1");
+    devpolicy_free(p);
+    r.c.devpolicy = NULL;
+    run_close(&r);
+}
+
 /* ---- energy totals on synthetic samples ---- */
 
 struct fake {
@@ -592,7 +642,7 @@ int main(void)
         cmocka_unit_test(test_node_exporter), cmocka_unit_test(test_intel_2s),
         cmocka_unit_test(test_wrap),          cmocka_unit_test(test_backwards),
         cmocka_unit_test(test_escaping),      cmocka_unit_test(test_latency),
-        cmocka_unit_test(test_power_modes),
+        cmocka_unit_test(test_power_modes),   cmocka_unit_test(test_device_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

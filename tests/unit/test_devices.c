@@ -13,6 +13,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "sense/devices.h"
+#include "sense/devpolicy.h"
 #include "sense/devsafety.h"
 #include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
@@ -549,6 +550,195 @@ static void test_parsers(void **state)
     assert_int_equal(dev_status_parse("Active"), DEV_STATUS_UNKNOWN);
 }
 
+/* ---- USB devices with several interfaces, laid out as real kernels do:
+ * the interfaces have no power/control (pm_runtime_no_callbacks), so they
+ * are not devices of the sample, only of their USB device. ---- */
+
+/* Interface NAME:1.N of the USB device at path, class cls, driver drv. */
+static void usb_iface(const char *root, const char *path, unsigned n, const char *cls,
+                      const char *drv)
+{
+    char ip[512], p[1024];
+    snprintf(ip, sizeof(ip), "%s/%s:1.%u", path, strrchr(path, '/') + 1, n);
+    usb(root, ip, "bInterfaceClass", cls, NULL, NULL);
+    snprintf(p, sizeof(p), "sys/%s/power/runtime_status", ip);
+    tree_write(root, p, "%s\n", drv ? "active" : "suspended");
+    if (drv) {
+        char t[256];
+        snprintf(p, sizeof(p), "sys/%s/driver", ip);
+        snprintf(t, sizeof(t), "../../../../../../bus/usb/drivers/%s", drv);
+        tree_symlink(root, p, t);
+    }
+}
+
+static void usb_dev(const char *root, const char *name, const char *dcls, const char *vd)
+{
+    char path[256];
+    snprintf(path, sizeof(path), XHCI "/usb1/%s", name);
+    usb(root, path, "bDeviceClass", dcls, vd, NULL);
+    rpm(root, path, "on", "active", 5000, 0);
+    char p[512];
+    snprintf(p, sizeof(p), "sys/%s/driver", path);
+    tree_symlink(root, p, "../../../../../bus/usb/drivers/usb");
+}
+
+#define USB1 XHCI "/usb1"
+
+/* A headset (HID on 0, audio on 1-2), a Bluetooth adapter (btusb on both
+ * interfaces), a webcam (video 0-1, audio 2-3, bDeviceClass ef), an HP
+ * printer (vendor-specific 0, printer 1), a dual serial adapter, and a
+ * device with more interface entries than USB allows. No input nodes:
+ * the HID rule must come from the interfaces alone. */
+static char *make_usb_root(void)
+{
+    char *root = tree_new();
+    pci(root, XHCI, "0x0c0330", "0x8086", "0xa36d", "xhci_hcd");
+    rpm(root, XHCI, "on", "active", 5000, 0);
+    usb(root, USB1, "bDeviceClass", "09", "1d6b:0002", NULL);
+    rpm(root, USB1, "auto", "active", 4000, 1000);
+    usb_dev(root, "1-1", "00", "046d:0a44");
+    usb_iface(root, USB1 "/1-1", 0, "01", "snd-usb-audio");
+    usb_iface(root, USB1 "/1-1", 1, "01", "snd-usb-audio");
+    usb_iface(root, USB1 "/1-1", 3, "03", "usbhid");
+    usb_dev(root, "1-2", "e0", "8087:0029");
+    usb_iface(root, USB1 "/1-2", 0, "e0", "btusb");
+    usb_iface(root, USB1 "/1-2", 1, "e0", "btusb");
+    usb_dev(root, "1-3", "ef", "046d:082d");
+    usb_iface(root, USB1 "/1-3", 0, "0e", "uvcvideo");
+    usb_iface(root, USB1 "/1-3", 1, "0e", "uvcvideo");
+    usb_iface(root, USB1 "/1-3", 2, "01", "snd-usb-audio");
+    usb_iface(root, USB1 "/1-3", 3, "01", "snd-usb-audio");
+    usb_dev(root, "1-4", "00", "03f0:5c11");
+    usb_iface(root, USB1 "/1-4", 0, "ff", NULL);
+    usb_iface(root, USB1 "/1-4", 1, "07", "usblp");
+    usb_iface(root, USB1 "/1-4", 2, "ff", NULL);
+    usb_dev(root, "1-5", "00", "0403:6010");
+    usb_iface(root, USB1 "/1-5", 0, "ff", "ftdi_sio");
+    usb_iface(root, USB1 "/1-5", 1, "ff", "ftdi_sio");
+    usb_dev(root, "1-6", "00", "1234:5678");
+    for (unsigned i = 0; i < 40; i++)
+        usb_iface(root, USB1 "/1-6", i, i == 7 ? "zz" : "ff", NULL);
+    /* no mountinfo or routes would make every storage or network device
+     * unsafe: give the root a disk elsewhere and no default route */
+    tree_write(root, "sys/" ROOT_PART "/dev", "8:2\n");
+    tree_symlink(root, "sys/dev/block/8:2", "../../" ROOT_PART);
+    tree_write(root, "proc/self/mountinfo", "27 1 8:2 / / rw - ext4 /dev/sda2 rw\n");
+    tree_write(
+        root, "proc/net/route",
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n");
+    return root;
+}
+
+static void test_usb_interfaces(void **state)
+{
+    char *root = make_usb_root();
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct sample *s = take(h);
+    const struct devices_sample *ds = s->devices;
+    assert_int_equal(ds->n, 8);      /* xHCI, usb1, six devices: no interface is listed */
+    assert_int_equal(ds->ninput, 1); /* the headset's HID interface */
+
+    const struct device_info *hs = devices_find(ds, "usb", "1-1");
+    assert_int_equal(hs->niface, 3);
+    assert_string_equal(hs->iface[0].name, "1-1:1.0");
+    assert_int_equal(hs->iface[0].cls, 0x01);
+    assert_string_equal(hs->iface[0].driver, "snd-usb-audio");
+    assert_string_equal(hs->iface[2].name, "1-1:1.3");
+    assert_int_equal(hs->iface[2].cls, 0x03);
+    assert_string_equal(hs->iface[2].driver, "usbhid");
+    assert_int_equal(hs->iface_class, 0x01);
+    assert_true(device_usb_class(hs, 0x03));
+    assert_true(device_has_driver(hs, "usbhid"));
+    assert_true(device_has_driver(hs, "usb")); /* its own */
+    assert_false(device_has_driver(hs, "btusb"));
+    assert_false(device_has_driver(hs, NULL));
+
+    const struct device_info *pr = devices_find(ds, "usb", "1-4");
+    assert_int_equal(pr->niface, 3);
+    assert_null(pr->iface[0].driver);                      /* nothing bound to the scan channel */
+    assert_string_equal(device_class_name(pr), "printer"); /* not "vendor" */
+    assert_string_equal(device_class_name(devices_find(ds, "usb", "1-3")), "video");
+    assert_string_equal(device_class_name(devices_find(ds, "usb", "1-5")), "vendor");
+
+    /* at most USB_MAXINTERFACES, in natural order; a garbage class is -1
+     * and said once */
+    const struct device_info *many = devices_find(ds, "usb", "1-6");
+    assert_int_equal(many->niface, DEV_MAX_IFACES);
+    assert_string_equal(many->iface[2].name, "1-6:1.2");
+    assert_string_equal(many->iface[10].name, "1-6:1.10");
+    assert_int_equal(many->iface[7].cls, -1);
+    assert_int_equal(s->diags.n, 1);
+    assert_true(has_diag(s, "1-6:1.7/bInterfaceClass"));
+
+    struct device_candidate *v;
+    size_t n = devices_assess(ds, NULL, &v);
+    assert_string_equal(find_c(v, n, "1-1")->tag, "HID");       /* HID on interface 3 */
+    assert_string_equal(find_c(v, n, "1-2")->tag, "safe");      /* btusb: no built-in rule */
+    assert_string_equal(find_c(v, n, "1-3")->tag, "USB audio"); /* audio on interface 2 */
+    assert_string_equal(find_c(v, n, "1-4")->tag, "printer");   /* printer on interface 1 */
+    assert_string_equal(find_c(v, n, "1-5")->tag, "safe");
+    device_candidates_free(v, n);
+
+    /* driver= matches a driver bound to any interface, not only the first */
+    const char *conf = "deny driver=btusb\ndeny driver=ftdi_sio\n";
+    struct devpolicy *pol;
+    char *err = NULL;
+    assert_int_equal(devpolicy_parse(conf, strlen(conf), "d.conf", &pol, &err), 0);
+    n = devices_assess_policy(ds, NULL, pol, &v);
+    assert_string_equal(find_c(v, n, "1-2")->reason, "denied by d.conf:1 (driver=btusb)");
+    assert_string_equal(find_c(v, n, "1-5")->reason, "denied by d.conf:2 (driver=ftdi_sio)");
+    device_candidates_free(v, n);
+    devpolicy_free(pol);
+    sample_free(s);
+    host_close(h);
+    tree_free(root);
+}
+
+/* The HID rule from the interface list alone: a sample with no input
+ * nodes at all (class/input unreadable, the HID interface not listed). */
+static void test_usb_hid_any_interface(void **state)
+{
+    struct usb_iface ifs[3] = {{.name = (char *)"1-1:1.0", .cls = 0x01},
+                               {.name = (char *)"1-1:1.1", .cls = 0x01},
+                               {.name = (char *)"1-1:1.2", .cls = 0x03}};
+    struct device_info d = {.bus = (char *)"usb",
+                            .name = (char *)"1-1",
+                            .path = (char *)USB1 "/1-1",
+                            .driver = (char *)"usb",
+                            .kind = DEV_KIND_USB_DEVICE,
+                            .class_code = 0,
+                            .vendor = 0x046d,
+                            .device = 0x0a44,
+                            .iface_class = 0x01,
+                            .iface = ifs,
+                            .niface = 3,
+                            .control = DEV_CONTROL_ON,
+                            .status = DEV_STATUS_ACTIVE,
+                            .active_ms = 5000,
+                            .suspended_ms = 0,
+                            .wakeup = DEV_WAKEUP_ABSENT};
+    struct devices_sample s = {
+        .n = 1, .dev = &d, .rootfs = (char *)"/dev/sda2 on /", .no_default_route = true};
+    const char *tag;
+    char *why;
+    assert_int_equal(devsafety_judge(&s, &d, 1, &tag, &why), DEV_VERDICT_UNSAFE);
+    assert_string_equal(tag, "HID"); /* before the built-in audio rule */
+    free(why);
+    ifs[2].cls = 0xff; /* no HID: the audio interfaces decide */
+    assert_int_equal(devsafety_judge(&s, &d, 1, &tag, &why), DEV_VERDICT_UNSAFE);
+    assert_string_equal(tag, "USB audio");
+    free(why);
+    ifs[0].cls = ifs[1].cls = 0xff;
+    assert_int_equal(devsafety_judge(&s, &d, 1, &tag, &why), DEV_VERDICT_UNSAFE);
+    assert_string_equal(tag, "USB audio"); /* iface_class: a sample built by hand */
+    free(why);
+    d.iface_class = 0xff;
+    assert_int_equal(devsafety_judge(&s, &d, 1, &tag, &why), DEV_VERDICT_SAFE);
+    free(why);
+    (void)state;
+}
+
 /* node_exporter's real tree: a bridge, an NVMe disk and a WoL-armed NIC,
  * without mountinfo or routes. */
 static void test_node_exporter(void **state)
@@ -598,6 +788,15 @@ static void test_generated_fixtures(void **state)
     assert_string_equal(find_c(v, n, "1-1")->tag, "HID");              /* keyboard */
     assert_string_equal(find_c(v, n, "0000:00:14.0")->tag, "input below");
     assert_int_equal(find_c(v, n, "2-1")->verdict, DEV_VERDICT_SAFE); /* USB stick */
+    /* the printer: usblp on interface 1 behind a vendor-specific 0; its
+     * interfaces have no runtime PM files, as on real kernels */
+    const struct device_candidate *pr = find_c(v, n, "1-2");
+    assert_string_equal(pr->tag, "printer");
+    assert_int_equal(pr->dev->niface, 4);
+    assert_int_equal(pr->dev->iface_class, 0xff);
+    assert_string_equal(pr->dev->iface[1].driver, "usblp");
+    assert_null(pr->dev->iface[3].driver);
+    assert_null(devices_find(s->devices, "usb", "1-2:1.1"));
     device_candidates_free(v, n);
     sample_free(s);
     host_close(h);
@@ -625,6 +824,8 @@ int main(void)
         cmocka_unit_test(test_node_exporter),
         cmocka_unit_test(test_root_on_nvme_multipath),
         cmocka_unit_test(test_generated_fixtures),
+        cmocka_unit_test(test_usb_interfaces),
+        cmocka_unit_test(test_usb_hid_any_interface),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
