@@ -405,6 +405,8 @@ static void guard_json(const struct guard *g, uint64_t now_ns, struct json *j)
     json_kv_bool(j, "busy", st.busy);
     json_kv_double(j, "cpu_ratio", st.cpu_ratio);
     json_kv_u64(j, "connections", st.connections);
+    if (st.source && *st.source)
+        json_kv_string(j, "source", st.source);
     json_kv_u64(j, "processes", st.nprocs);
     json_kv_double(j, "held_s", st.held_s);
     json_kv_u64(j, "transitions", st.transitions);

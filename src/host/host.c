@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -630,6 +631,14 @@ int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
     long fd = syscall(SYS_perf_event_open, (struct perf_event_attr *)attr, pid, cpu, group_fd,
                       PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
+}
+
+int host_netlink_open(struct host *h, int protocol)
+{
+    if (!h->live)
+        return -ENOTSUP;
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
+    return fd < 0 ? -errno : fd;
 }
 
 #define FORMAT_PATH(path, fmt)                           \

@@ -125,6 +125,12 @@ int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags);
  * this returns -ENOTSUP there. attr is a struct perf_event_attr. */
 int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd);
 
+/* socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, PROTOCOL): a query of the
+ * running kernel (NETLINK_SOCK_DIAG: the TCP sockets of one port, as
+ * ss(8) asks). Only on a live root: a recorded tree has no kernel to ask,
+ * so -ENOTSUP there; -EPERM and the like where a sandbox refuses it. */
+int host_netlink_open(struct host *h, int protocol);
+
 /* Formatted-path variants: the path is built with printf. */
 int host_read_strf(struct host *h, enum host_dir d, char **ret, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -486,5 +486,6 @@ void guard_get_status(const struct guard *g, uint64_t now_ns, struct guard_statu
         .transitions = g->transitions,
         .failures = g->failures,
         .note = g->note,
+        .source = g->last.source,
     };
 }

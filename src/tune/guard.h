@@ -95,7 +95,9 @@ struct guard_reading {
     unsigned nprocs;      /* process: how many have the name */
     unsigned connections; /* port: ESTABLISHED, IPv4 and IPv6 */
     bool listening;       /* port: something LISTENs on it */
-    const char *source;   /* "cgroup v2 cpu.stat", "cgroup v1 cpuacct.usage", ... */
+    const char *source;   /* "cgroup v2 cpu.stat", "cgroup v1 cpuacct.usage",
+                           * "process stat", "sock_diag netlink", "net/tcp
+                           * text (...why)"; static or the probe's */
 };
 
 /* Pure parsers (unit tests and fuzzing). */
@@ -133,9 +135,30 @@ struct guard_probe {
     size_t npids;
     uint64_t scans;
     long clk_tck;
+    /* port: on a live root the kernel is asked through NETLINK_SOCK_DIAG
+     * for that port's sockets only (as ss(8) does), on one socket opened
+     * at the first probe and kept until guard_probe_clear; elsewhere, or
+     * when netlink is refused, the text tables net/tcp and tcp6 are read. */
+    int nl_fd;         /* -1: none */
+    int nl_err;        /* 0: netlink not tried yet, or in use; < 0: why the
+                        * text tables are read (-ENOTSUP on a recorded
+                        * root). Set before the first probe to force them. */
+    unsigned nl_fails; /* queries failed in a row (3: give up on netlink) */
+    bool nl_range;     /* the kernel refused INET_DIAG_BC_S_EQ (an older
+                        * one): S_GE and S_LE instead */
+    uint32_t nl_seq;   /* the last request's sequence number */
+    unsigned nl_msgs;  /* sockets the kernel sent in the last probe: only
+                        * the port's, when its filter works */
+    void *nl_buf;      /* GUARD_NL_BUF bytes for recv() */
+    char source[96];   /* port: what reading.source points to */
 };
 
+/* A netlink dump comes in datagrams of up to 32 KiB (the kernel sizes
+ * them by the largest recv() so far); a larger buffer never truncates. */
+#define GUARD_NL_BUF 65536
+
 void guard_probe_init(struct guard_probe *p, const struct guard_workload *w);
+/* Frees what the probe holds and closes its netlink socket. */
 void guard_probe_clear(struct guard_probe *p);
 /* Read the workload through H. A missing workload is a reading with
  * present false, not an error. Processes seen for the first time add no
@@ -195,6 +218,8 @@ struct guard_status {
     uint64_t transitions; /* went into or out of force */
     uint64_t failures;    /* holds or releases that failed */
     const char *note;     /* why it is idle or not holding, or NULL */
+    const char *source;   /* what the last probe read (guard_reading.source),
+                           * or NULL before the first */
 };
 
 /* Borrowed strings stay valid until the next guard_tick or guard_free. */

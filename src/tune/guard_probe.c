@@ -4,10 +4,19 @@
  * the host layer. The state machine and the holder are in guard.c. */
 #include "tune/guard.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -250,9 +259,16 @@ void guard_parse_net_tcp(const char *text, unsigned port, unsigned *established,
 
 void guard_probe_init(struct guard_probe *p, const struct guard_workload *w)
 {
-    *p = (struct guard_probe){.w = w, .clk_tck = sysconf(_SC_CLK_TCK)};
+    *p = (struct guard_probe){.w = w, .clk_tck = sysconf(_SC_CLK_TCK), .nl_fd = -1};
     if (p->clk_tck <= 0)
         p->clk_tck = 100;
+}
+
+static void nl_close(struct guard_probe *p)
+{
+    if (p->nl_fd >= 0)
+        close(p->nl_fd);
+    p->nl_fd = -1;
 }
 
 void guard_probe_clear(struct guard_probe *p)
@@ -262,6 +278,11 @@ void guard_probe_clear(struct guard_probe *p)
     p->npids = 0;
     p->scans = 0;
     p->have_prev = false;
+    nl_close(p);
+    free(p->nl_buf);
+    p->nl_buf = NULL;
+    p->nl_err = 0;
+    p->nl_fails = 0;
 }
 
 /* Where a cgroup's CPU time is: v2 (pure, or hybrid's "unified"), then v1
@@ -452,31 +473,268 @@ static int read_tcp_table(struct host *h, const char *path, char **ret)
     return 0;
 }
 
-/* Both tables, each only when sockstat says it holds a socket: every read
- * of one walks the kernel's whole TCP hash table (sized by memory, ~2.5 ms
- * for 262144 buckets on the test VM), whatever few sockets it has. */
-static int probe_port(struct host *h, struct guard_probe *p, struct guard_reading *r)
+/* Whether sockstat says the family's table holds no TCP socket at all
+ * (then neither the text table nor a netlink dump need walk it). */
+static bool family_empty(struct host *h, const char *sockstat, const char *proto)
 {
-    static const struct {
-        const char *table, *sockstat, *proto;
-    } t[] = {{"net/tcp", "net/sockstat", "TCP"}, {"net/tcp6", "net/sockstat6", "TCP6"}};
+    _cleanup_free_ char *stat = NULL;
+    return host_read(h, HOST_PROC, sockstat, &stat, NULL) == 0 &&
+           guard_parse_sockstat_inuse(stat, proto) == 0;
+}
+
+static const struct {
+    int family;
+    const char *table, *sockstat, *proto;
+} tcp_families[] = {
+    {AF_INET, "net/tcp", "net/sockstat", "TCP"},
+    {AF_INET6, "net/tcp6", "net/sockstat6", "TCP6"},
+};
+
+/* The text tables, each only when sockstat says it holds a socket: every
+ * read of one walks the kernel's whole TCP hash table and formats every
+ * socket in it. -ENOENT when neither table exists. */
+static int port_text(struct host *h, unsigned port, unsigned *est, bool *listening)
+{
     int found = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-        _cleanup_free_ char *stat = NULL, *text = NULL;
-        if (host_read(h, HOST_PROC, t[i].sockstat, &stat, NULL) == 0 &&
-            guard_parse_sockstat_inuse(stat, t[i].proto) == 0) {
+    for (size_t i = 0; i < ARRAY_SIZE(tcp_families); i++) {
+        _cleanup_free_ char *text = NULL;
+        if (family_empty(h, tcp_families[i].sockstat, tcp_families[i].proto)) {
             found++;
-            continue; /* no socket of this family at all */
+            continue;
         }
-        if (read_tcp_table(h, t[i].table, &text) < 0)
+        if (read_tcp_table(h, tcp_families[i].table, &text) < 0)
             continue; /* no IPv6 */
         found++;
-        guard_parse_net_tcp(text, p->w->port, &r->connections, &r->listening);
+        guard_parse_net_tcp(text, port, est, listening);
     }
-    r->source = "net tcp";
+    return found ? 0 : -ENOENT;
+}
+
+/* ---- port: NETLINK_SOCK_DIAG (Documentation: man 7 sock_diag) ---- */
+
+/* One dump request: TCP sockets of FAMILY in ESTABLISHED or LISTEN whose
+ * local port is PORT, by a bytecode filter the kernel runs on each socket
+ * (as `ss state established sport = :PORT` does), so only they are sent. */
+struct nl_request {
+    struct nlmsghdr nlh;
+    struct inet_diag_req_v2 req;
+    struct nlattr nla;
+    struct inet_diag_bc_op ops[4];
+};
+_Static_assert(offsetof(struct nl_request, req) == NLMSG_HDRLEN, "request layout");
+_Static_assert(offsetof(struct nl_request, nla) == NLMSG_LENGTH(sizeof(struct inet_diag_req_v2)),
+               "request layout");
+
+/* The filter: an op's "yes" and "no" are how many bytes to jump on a
+ * match and a mismatch; a socket is sent when the program ends exactly at
+ * its end, so a mismatch jumps 4 bytes past it. A port comparison takes
+ * the port (host order) in the "no" of the op after it. Returns its
+ * length in bytes. */
+static size_t nl_bytecode(struct inet_diag_bc_op *ops, unsigned port, bool range)
+{
+    if (!range) {
+        ops[0] = (struct inet_diag_bc_op){.code = INET_DIAG_BC_S_EQ, .yes = 8, .no = 8 + 4};
+        ops[1] = (struct inet_diag_bc_op){.no = (uint16_t)port};
+        return 8;
+    }
+    ops[0] = (struct inet_diag_bc_op){.code = INET_DIAG_BC_S_GE, .yes = 8, .no = 16 + 4};
+    ops[1] = (struct inet_diag_bc_op){.no = (uint16_t)port};
+    ops[2] = (struct inet_diag_bc_op){.code = INET_DIAG_BC_S_LE, .yes = 8, .no = 8 + 4};
+    ops[3] = (struct inet_diag_bc_op){.no = (uint16_t)port};
+    return 16;
+}
+
+static int nl_send(struct guard_probe *p, int family, unsigned port)
+{
+    struct nl_request m;
+    memset(&m, 0, sizeof(m));
+    size_t bc = nl_bytecode(m.ops, port, p->nl_range);
+    m.nla.nla_type = INET_DIAG_REQ_BYTECODE;
+    m.nla.nla_len = (uint16_t)(NLA_HDRLEN + bc);
+    m.nlh.nlmsg_len = (uint32_t)(offsetof(struct nl_request, nla) + NLA_HDRLEN + bc);
+    m.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    m.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    m.nlh.nlmsg_seq = ++p->nl_seq;
+    m.req.sdiag_family = (uint8_t)family;
+    m.req.sdiag_protocol = IPPROTO_TCP;
+    m.req.idiag_states = (1u << TCP_ESTABLISHED) | (1u << TCP_LISTEN);
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    for (;;) {
+        ssize_t n =
+            sendto(p->nl_fd, &m, m.nlh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel));
+        if (n >= 0)
+            return n == (ssize_t)m.nlh.nlmsg_len ? 0 : -EIO;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* One datagram of the reply. 1 at the end of the dump, 0 for more, < 0 on
+ * an error the kernel sent (*kernel_err set). Messages of another request
+ * (a sequence number left from a query given up on) are skipped. */
+static int nl_parse(struct guard_probe *p, const void *buf, size_t len, unsigned port,
+                    unsigned *est, bool *listening, bool *kernel_err)
+{
+    int left = (int)len;
+    for (const struct nlmsghdr *nlh = buf; NLMSG_OK(nlh, left); nlh = NLMSG_NEXT(nlh, left)) {
+        if (nlh->nlmsg_seq != p->nl_seq)
+            continue;
+        if (nlh->nlmsg_type == NLMSG_DONE) {
+            int err = 0; /* a dump that failed half way says so here */
+            if (nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(err)))
+                memcpy(&err, NLMSG_DATA(nlh), sizeof(err));
+            *kernel_err = err < 0;
+            return err < 0 ? err : 1;
+        }
+        if (nlh->nlmsg_type == NLMSG_ERROR) {
+            struct nlmsgerr e;
+            if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(e)))
+                return -EIO;
+            memcpy(&e, NLMSG_DATA(nlh), sizeof(e));
+            *kernel_err = e.error < 0;
+            return e.error < 0 ? e.error : 1;
+        }
+        if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+            nlh->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+            continue;
+        const struct inet_diag_msg *m = NLMSG_DATA(nlh);
+        p->nl_msgs++;
+        if (ntohs(m->id.idiag_sport) != port)
+            continue; /* the filter already said no; cheap to be sure */
+        if (m->idiag_state == TCP_ESTABLISHED)
+            (*est)++;
+        else if (m->idiag_state == TCP_LISTEN)
+            *listening = true;
+    }
+    return 0;
+}
+
+/* The kernel builds the first part of the dump while sendto() runs and
+ * each next part while recv() takes the one before, so a non-blocking
+ * recv() finds one; the poll() only covers a kernel that defers it. */
+static int nl_recv(struct guard_probe *p, size_t *ret_len)
+{
+    for (unsigned waits = 0;;) {
+        struct sockaddr_nl from;
+        socklen_t fromlen = sizeof(from);
+        ssize_t n = recvfrom(p->nl_fd, p->nl_buf, GUARD_NL_BUF, MSG_DONTWAIT | MSG_TRUNC,
+                             (struct sockaddr *)&from, &fromlen);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN && waits++ < 3) {
+            struct pollfd pfd = {.fd = p->nl_fd, .events = POLLIN};
+            if (poll(&pfd, 1, 100 /* ms */) < 0 && errno != EINTR)
+                return -errno;
+            continue;
+        }
+        if (n < 0)
+            return errno == EAGAIN ? -ETIMEDOUT : -errno;
+        if ((size_t)n > GUARD_NL_BUF)
+            return -EMSGSIZE; /* MSG_TRUNC: the datagram's real length */
+        if (fromlen < sizeof(from) || from.nl_pid != 0)
+            continue; /* not from the kernel */
+        *ret_len = (size_t)n;
+        return 0;
+    }
+}
+
+/* One family's dump, counted into *est and *listening. *kernel_err tells
+ * an error the kernel answered (a filter or family it lacks) from one of
+ * the socket itself. */
+static int nl_query(struct guard_probe *p, int family, unsigned port, unsigned *est,
+                    bool *listening, bool *kernel_err)
+{
+    *kernel_err = false;
+    int r = nl_send(p, family, port);
+    while (r == 0) {
+        size_t len;
+        r = nl_recv(p, &len);
+        if (r == 0)
+            r = nl_parse(p, p->nl_buf, len, port, est, listening, kernel_err);
+    }
+    return r < 0 ? r : 0;
+}
+
+/* Both families by netlink, each only when sockstat says it holds a
+ * socket (a dump walks the whole hash table too, if much faster than the
+ * text). The counts are set only when both dumps went through. */
+static int port_netlink(struct host *h, struct guard_probe *p, unsigned *ret_est,
+                        bool *ret_listening)
+{
+    unsigned est = 0;
+    bool listening = false;
+    p->nl_msgs = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(tcp_families); i++) {
+        if (family_empty(h, tcp_families[i].sockstat, tcp_families[i].proto))
+            continue;
+        unsigned e = 0;
+        bool l = false, kernel;
+        int r = nl_query(p, tcp_families[i].family, p->w->port, &e, &l, &kernel);
+        if (r == -EINVAL && kernel && !p->nl_range) {
+            p->nl_range = true; /* an older kernel, without INET_DIAG_BC_S_EQ: a range of one */
+            e = 0;
+            l = false;
+            r = nl_query(p, tcp_families[i].family, p->w->port, &e, &l, &kernel);
+        }
+        if ((r == -EAFNOSUPPORT || r == -ENOENT) && kernel && tcp_families[i].family == AF_INET6)
+            continue; /* no IPv6 (or no diag module for it) */
+        if (r < 0)
+            return r;
+        est += e;
+        listening |= l;
+    }
+    *ret_est = est;
+    *ret_listening = listening;
+    return 0;
+}
+
+static int nl_open(struct host *h, struct guard_probe *p)
+{
+    int fd = host_netlink_open(h, NETLINK_SOCK_DIAG);
+    if (fd < 0)
+        return fd;
+    p->nl_fd = fd;
+    if (!p->nl_buf)
+        p->nl_buf = xmalloc(GUARD_NL_BUF);
+    return 0;
+}
+
+/* Netlink while it works. A failed query may leave a dump half read, so
+ * the socket is closed and opened again at the next probe; after three
+ * failures in a row (or when the socket is refused) the text tables are
+ * read for good, and the reading's source says why. */
+static int probe_port(struct host *h, struct guard_probe *p, struct guard_reading *r)
+{
+    if (p->nl_err == 0 && p->nl_fd < 0) {
+        int err = nl_open(h, p);
+        if (err < 0)
+            p->nl_err = err;
+    }
+    if (p->nl_fd >= 0) {
+        int err = port_netlink(h, p, &r->connections, &r->listening);
+        if (err == 0) {
+            p->nl_fails = 0;
+            r->source = "sock_diag netlink";
+            r->present = r->listening || r->connections > 0;
+            p->have_prev = true;
+            return 0;
+        }
+        nl_close(p);
+        if (++p->nl_fails >= 3)
+            p->nl_err = err;
+        snprintf(p->source, sizeof(p->source), "net/tcp text (sock_diag query: %s)",
+                 strerror(-err));
+    } else if (p->nl_err == -ENOTSUP && !h->live) {
+        snprintf(p->source, sizeof(p->source), "net/tcp text");
+    } else {
+        snprintf(p->source, sizeof(p->source), "net/tcp text (sock_diag: %s)",
+                 strerror(-p->nl_err));
+    }
+    r->source = p->source;
+    int err = port_text(h, p->w->port, &r->connections, &r->listening);
     r->present = r->listening || r->connections > 0;
     p->have_prev = true;
-    return found ? 0 : -ENOENT;
+    return err;
 }
 
 int guard_probe_read(struct host *h, struct guard_probe *p, struct guard_reading *ret)

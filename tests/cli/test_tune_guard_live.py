@@ -241,7 +241,7 @@ def fixture_part():
 
         write(ini, "[agent]\nprofile = fx2\n")
         a.send_signal(signal.SIGHUP)
-        ok = wait_for(lambda: read(dwb) == orig[dwb], 3)
+        ok = wait_for(lambda: read(dwb) == orig[dwb], 15)  # a loaded CI machine is slow
         check(ok is not None and read(gov) == b"performance\n",
               "fixture: SIGHUP with fx2: fx restored (writeback back to "
               f"{orig[dwb].strip().decode()}), fx2 applied (governor performance)")

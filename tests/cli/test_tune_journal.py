@@ -502,7 +502,9 @@ def guarded(runner):
     try:
         runner.run()
     except Exception as e:  # noqa: BLE001
-        say(False, f"{runner.t.name}: the test itself failed: {e!r}")
+        import traceback
+        say(False, f"{runner.t.name}: the test itself failed: {e!r}\n"
+            + "".join(traceback.format_exception(e)))
 
 
 def scratch_dir():

@@ -1,14 +1,19 @@
 /* The latency guard: its state machine on synthetic time (exhaustively
  * against a run-length oracle), the workload parsers and probes on small
  * trees, and the holder in both modes on a recorded root. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
@@ -477,6 +482,10 @@ static void test_probe_port(void **state)
     assert_true(r.present);
     assert_true(r.listening);
     assert_int_equal(r.connections, 2);
+    /* a recorded tree has no kernel to ask: the text tables, quietly */
+    assert_string_equal(r.source, "net/tcp text");
+    assert_int_equal(p.nl_err, -ENOTSUP);
+    assert_int_equal(p.nl_fd, -1);
     tree_write(root, "proc/net/tcp6", "%s", TCP6);
     assert_int_equal(guard_probe_read(h, &p, &r), 0);
     assert_int_equal(r.connections, 3);
@@ -498,6 +507,210 @@ static void test_probe_port(void **state)
     guard_workload_clear(&w);
     host_close(h);
     tree_free(root);
+}
+
+/* ---- port: netlink and the text tables on the running kernel ---- */
+
+/* A listener on loopback, an ephemeral port; -errno when the family is
+ * missing here. */
+static int listen_loopback(int family, unsigned *ret_port)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(*a);
+    } else {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        len = sizeof(*a);
+    }
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    *ret_port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                        : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+/* N more connections to the listener LFD, both ends kept in FDS (2 each):
+ * accept() returning means the server's end is ESTABLISHED in the table. */
+static void connect_more(int lfd, unsigned n, int *fds, unsigned *nfds)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&ss, &len), 0);
+    for (unsigned i = 0; i < n; i++) {
+        int c = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(c >= 0);
+        assert_int_equal(connect(c, (struct sockaddr *)&ss, len), 0);
+        int a = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(a >= 0);
+        fds[(*nfds)++] = c;
+        fds[(*nfds)++] = a;
+    }
+}
+
+static void close_all(int *fds, unsigned *nfds)
+{
+    for (unsigned i = 0; i < *nfds; i++)
+        close(fds[i]);
+    *nfds = 0;
+}
+
+/* One probe of PORT, forced to the text tables with TEXT; whether it
+ * asked netlink (false: refused here, or TEXT). */
+static bool probe_once(struct host *h, unsigned port, bool text, bool range, unsigned *ret_conns,
+                       bool *ret_listening)
+{
+    char spec[16];
+    snprintf(spec, sizeof(spec), "port:%u", port);
+    struct guard_workload w;
+    char *err;
+    struct guard_probe p;
+    struct guard_reading r;
+    assert_int_equal(guard_workload_parse(spec, &w, &err), 0);
+    guard_probe_init(&p, &w);
+    if (text)
+        p.nl_err = -ENOTSUP;
+    p.nl_range = range;
+    assert_int_equal(guard_probe_read(h, &p, &r), 0);
+    bool netlink = streq(r.source, "sock_diag netlink");
+    if (!text && !netlink)
+        print_message("# netlink refused here: %s\n", r.source);
+    if (netlink) /* the kernel's filter: the clients' ends are not sent */
+        assert_int_equal(p.nl_msgs, r.connections + r.listening);
+    assert_true(text ? strncmp(r.source, "net/tcp text", 12) == 0 : true);
+    *ret_conns = r.connections;
+    *ret_listening = r.listening;
+    guard_probe_clear(&p);
+    guard_workload_clear(&w);
+    return netlink;
+}
+
+/* A query that fails (here: the socket swapped for a UDP one, which
+ * refuses a netlink address) falls back to the text tables for that tick
+ * with the same count, and netlink is opened again on the next; after
+ * three failures in a row the text tables are read for good. */
+static void check_query_failures(struct host *h, struct guard_probe *p, unsigned conns)
+{
+    struct guard_reading r;
+    for (unsigned i = 1; i <= 3; i++) {
+        int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(udp >= 0);
+        assert_true(dup2(udp, p->nl_fd) == p->nl_fd);
+        close(udp);
+        assert_int_equal(guard_probe_read(h, p, &r), 0);
+        assert_int_equal(r.connections, conns);
+        assert_non_null(strstr(r.source, "net/tcp text (sock_diag query: "));
+        assert_int_equal(p->nl_fails, i);
+        assert_int_equal(p->nl_fd, -1);
+        if (i == 3)
+            break;
+        assert_int_equal(guard_probe_read(h, p, &r), 0); /* opened again */
+        assert_string_equal(r.source, "sock_diag netlink");
+        assert_int_equal(r.connections, conns);
+        assert_true(p->nl_fd >= 0);
+        p->nl_fails = i; /* a success clears it; keep counting for the test */
+    }
+    assert_true(p->nl_err < 0);
+    assert_false(p->nl_range); /* the socket's error, not the kernel refusing S_EQ */
+    assert_int_equal(guard_probe_read(h, p, &r), 0);
+    print_message("# after three failures: %s\n", r.source);
+    assert_non_null(strstr(r.source, "net/tcp text (sock_diag: "));
+    assert_int_equal(p->nl_fd, -1);
+}
+
+/* Netlink's count (both filters) is the text tables' count, k = 0, 1, 50. */
+static void check_counts(struct host *h, unsigned port, unsigned k, bool *ret_netlink)
+{
+    unsigned conns;
+    bool listening;
+    probe_once(h, port, true, false, &conns, &listening);
+    assert_int_equal(conns, k);
+    assert_true(listening);
+    *ret_netlink = probe_once(h, port, false, false, &conns, &listening);
+    if (!*ret_netlink)
+        return;
+    assert_int_equal(conns, k);
+    assert_true(listening);
+    assert_true(probe_once(h, port, false, true, &conns, &listening)); /* S_GE + S_LE */
+    assert_int_equal(conns, k);
+    assert_true(listening);
+}
+
+static void test_probe_port_live(void **state)
+{
+    struct host *h = open_root("/");
+    if (!h->live) {
+        host_close(h);
+        skip();
+    }
+    unsigned port;
+    int lfd = listen_loopback(AF_INET, &port);
+    assert_true(lfd >= 0);
+    int fds[2 * 60];
+    unsigned nfds = 0;
+    bool netlink = false;
+    static const unsigned ks[] = {0, 1, 50};
+    for (size_t i = 0; i < ARRAY_SIZE(ks); i++) {
+        connect_more(lfd, ks[i] - nfds / 2, fds, &nfds);
+        check_counts(h, port, ks[i], &netlink);
+        print_message("# k = %u: %s\n", ks[i], netlink ? "netlink == text" : "text only");
+    }
+
+    /* one probe, one socket kept over ticks; the connections going away */
+    char spec[16];
+    snprintf(spec, sizeof(spec), "port:%u", port);
+    struct guard_workload w;
+    char *err;
+    struct guard_probe p;
+    struct guard_reading r;
+    assert_int_equal(guard_workload_parse(spec, &w, &err), 0);
+    guard_probe_init(&p, &w);
+    assert_int_equal(guard_probe_read(h, &p, &r), 0);
+    assert_int_equal(r.connections, 50);
+    int nl_fd = p.nl_fd;
+    if (netlink) {
+        assert_true(nl_fd >= 0);
+        assert_true(fcntl(nl_fd, F_GETFD) & FD_CLOEXEC);
+    }
+    close_all(fds, &nfds);
+    assert_int_equal(guard_probe_read(h, &p, &r), 0);
+    assert_int_equal(r.connections, 0);
+    assert_true(r.present); /* still listening */
+    assert_int_equal(p.nl_fd, nl_fd);
+    if (netlink)
+        check_query_failures(h, &p, 0);
+    close(lfd);
+    assert_int_equal(guard_probe_read(h, &p, &r), 0);
+    assert_false(r.present);
+    guard_probe_clear(&p);
+    assert_int_equal(p.nl_fd, -1);
+    guard_workload_clear(&w);
+
+    /* IPv6, where this machine has it: the AF_INET6 dump */
+    lfd = listen_loopback(AF_INET6, &port);
+    if (lfd >= 0) {
+        connect_more(lfd, 3, fds, &nfds);
+        check_counts(h, port, 3, &netlink);
+        close_all(fds, &nfds);
+        close(lfd);
+    } else {
+        print_message("# no IPv6 loopback here: %s\n", strerror(-lfd));
+    }
+    host_close(h);
+    if (!netlink)
+        skip(); /* the text parser was checked; netlink was refused */
 }
 
 /* ---- the [latency] section ---- */
@@ -828,8 +1041,9 @@ int main(void)
         cmocka_unit_test(test_parse_net_tcp),        cmocka_unit_test(test_parse_sockstat),
         cmocka_unit_test(test_probe_cgroup),         cmocka_unit_test(test_probe_process),
         cmocka_unit_test(test_probe_process_rescan), cmocka_unit_test(test_probe_port),
-        cmocka_unit_test(test_config_from_profile),  cmocka_unit_test(test_guard_global),
-        cmocka_unit_test(test_guard_cpus),           cmocka_unit_test(test_guard_cpus_refused),
+        cmocka_unit_test(test_probe_port_live),      cmocka_unit_test(test_config_from_profile),
+        cmocka_unit_test(test_guard_global),         cmocka_unit_test(test_guard_cpus),
+        cmocka_unit_test(test_guard_cpus_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
