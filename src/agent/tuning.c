@@ -63,6 +63,8 @@ static int restore_owner(struct journal *j, const char *owner, const char *why)
     return r;
 }
 
+/* While the profile is in force its records are not stale: only the
+ * guard's are (a guard that could not let go). */
 static bool has_stale(struct agent_tuning *t)
 {
     struct journal_log log;
@@ -70,14 +72,17 @@ static bool has_stale(struct agent_tuning *t)
         return true; /* unreadable: let the restore report it */
     bool stale = false;
     for (size_t i = 0; i < log.n && !stale; i++)
-        stale = streq(log.v[i].owner, OWNER) || streq(log.v[i].owner, GUARD_JOURNAL_OWNER);
+        stale = (!t->applied && streq(log.v[i].owner, OWNER)) ||
+                streq(log.v[i].owner, GUARD_JOURNAL_OWNER);
     journal_log_free(&log);
     return stale;
 }
 
 /* Values a crashed agent (or one with restore_on_exit = no) left: the
  * guard's first (its writes came after the profile's), then the
- * profile's. Returns -EBUSY while another tuner holds the journal. */
+ * profile's; with the profile in force (a guard stopped while the journal
+ * was locked), the guard's only. Returns -EBUSY while another tuner holds
+ * the journal. */
 static int recover(struct agent_tuning *t)
 {
     if (!has_stale(t))
@@ -86,8 +91,10 @@ static int recover(struct agent_tuning *t)
     int r = open_journal(t, OWNER, &j);
     if (r < 0)
         return r;
-    restore_owner(j, GUARD_JOURNAL_OWNER, "left by a previous run");
-    restore_owner(j, OWNER, "left by a previous run");
+    const char *why = t->applied ? "left by a stopped guard" : "left by a previous run";
+    restore_owner(j, GUARD_JOURNAL_OWNER, why);
+    if (!t->applied)
+        restore_owner(j, OWNER, why);
     journal_close(j);
     return 0;
 }
@@ -284,7 +291,12 @@ static void stop_guard(struct agent_tuning *t, bool wait)
         }
         pause_100ms();
     }
-    guard_free(t->guard); /* after a failure: leaves the records for the next start */
+    /* A failure leaves the hold and its records: restore them as soon as
+     * the journal is free (settle() does, before a new guard starts), not
+     * only at the next start, since no guard watches them now. */
+    if (r < 0)
+        t->need_recover = true;
+    guard_free(t->guard);
     t->guard = NULL;
 }
 

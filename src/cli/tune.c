@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,7 +562,13 @@ static int do_apply(struct tune_run *t, const struct profile *pr, struct tune_pl
 {
     struct journal *j = NULL;
     _cleanup_free_ char *err = NULL;
-    int r = journal_open(t->h, t->o.journal, "cli", &j, &err);
+    /* The "before" window is measured without the lock: it lasts seconds
+     * (up to an hour), and the agent's guard must be able to hold and
+     * release meanwhile. */
+    int r = t->o.verify ? measure(t, "before", &res->before) : 0;
+    if (r < 0)
+        return r;
+    r = journal_open(t->h, t->o.journal, "cli", &j, &err);
     if (r < 0) {
         fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
         return r;
@@ -570,15 +577,27 @@ static int do_apply(struct tune_run *t, const struct profile *pr, struct tune_pl
     r = build_plan(t, pr, plan);
     if (r >= 0 && !t->o.json)
         print_plan(pr, plan, t->o.verbose);
-    if (r >= 0 && t->o.verify)
-        r = measure(t, "before", &res->before);
+    /* The diff is out before anything changes: a reader that has gone
+     * (watt tune X | head -1) ends the run here by SIGPIPE, with nothing
+     * changed, not after the apply with an exit status that says failed. */
+    if (r >= 0 && fflush(stdout) != 0) {
+        r = -errno;
+        fprintf(stderr, "watt tune: cannot print the changes: %s; nothing was changed\n",
+                strerror(-r));
+    }
     if (r >= 0 && plan->n) {
         r = apply(t, j, plan, &res->readback);
         res->applied = r >= 0;
     }
+    /* Applied: the exit status says so even if the reader goes now. */
+    if (res->applied)
+        signal(SIGPIPE, SIG_IGN);
     journal_close(j);
-    if (r >= 0 && t->o.verify)
-        r = measure(t, "after", &res->after);
+    /* The changes stand whatever the "after" window gives: a failed
+     * measurement is reported (by measure()) but the exit status stays 0,
+     * which means "applied". */
+    if (r >= 0 && t->o.verify && measure(t, "after", &res->after) < 0)
+        res->after = NULL;
     return r;
 }
 

@@ -569,8 +569,14 @@ static int append_line(struct journal *j, const char *line)
     if (r < 0)
         return r;
     journal_crash_point("after append");
-    if (fdatasync(j->fd) < 0)
-        return -errno;
+    if (fdatasync(j->fd) < 0) {
+        /* The caller writes nothing for this record: take it back, so that
+         * j->size stays the file's size and a later cut-back cuts there. */
+        r = -errno;
+        if (ftruncate(j->fd, (off_t)j->size) < 0)
+            j->broken = true;
+        return r;
+    }
     journal_crash_point("after fdatasync");
     j->size += len;
     return 0;
@@ -611,8 +617,10 @@ static int rewrite(struct journal *j, const struct journal_entry *keep, size_t n
     if (r < 0)
         return r;
     int nfd = host_state_open(j->h, j->path, O_WRONLY | O_APPEND, 0);
-    if (nfd < 0)
+    if (nfd < 0) {
+        j->broken = true; /* j->fd is the replaced file: appends there would be lost */
         return nfd;
+    }
     close(j->fd);
     j->fd = nfd;
     j->size = size;
@@ -928,7 +936,36 @@ void journal_restore_report_free(struct journal_restore_report *r)
 
 /* Write back LOG's values of OWNER newest first; done[i] marks those
  * written (or, in a dry run, that would be). */
-static void restore_values(struct journal *j, const struct journal_log *log, const char *owner,
+/* Restoring one owner's records (the agent's guard, say) when another
+ * owner changed the same file later (`watt tune` with a [pm_qos]
+ * section): writing the old value back would undo the later change, and
+ * the later record would then restore the guard's value for good. So the
+ * value is left as it is, and the later record takes over the original
+ * value: undoing it later goes all the way back. Returns whether it did. */
+static bool hand_over(struct journal *j, struct journal_log *log, size_t i, const bool *done,
+                      bool dry_run, struct journal_restore_report *rep, size_t *cap)
+{
+    const struct journal_entry *e = &log->v[i];
+    for (size_t k = i + 1; k < log->n; k++) {
+        struct journal_entry *later = &log->v[k];
+        if (done[k] || later->dir != e->dir || !streq(later->path, e->path) ||
+            streq(later->owner, e->owner))
+            continue;
+        _cleanup_free_ char *where = host_display_path(j->h, e->dir, e->path);
+        add_line(&rep->lines, &rep->nlines, cap,
+                 xasprintf("%s %s as it is: %s changed it later, and restoring that now "
+                           "goes back to the original",
+                           dry_run ? "would leave" : "left", where, later->owner));
+        if (!dry_run) {
+            free(later->old_value);
+            later->old_value = xstrdup(e->old_value);
+        }
+        return true;
+    }
+    return false;
+}
+
+static void restore_values(struct journal *j, struct journal_log *log, const char *owner,
                            bool dry_run, bool *done, struct journal_restore_report *rep,
                            size_t *cap)
 {
@@ -936,6 +973,11 @@ static void restore_values(struct journal *j, const struct journal_log *log, con
         const struct journal_entry *e = &log->v[i];
         if (owner && !streq(owner, e->owner))
             continue;
+        if (owner && hand_over(j, log, i, done, dry_run, rep, cap)) {
+            done[i] = true;
+            rep->restored++;
+            continue;
+        }
         if (dry_run) {
             _cleanup_free_ char *where = host_display_path(j->h, e->dir, e->path);
             _cleanup_free_ char *val = xstrdup(e->old_value);
@@ -950,10 +992,17 @@ static void restore_values(struct journal *j, const struct journal_log *log, con
         if (r < 0) {
             add_line(&rep->lines, &rep->nlines, cap, describe_failure(j->h, e, r));
             rep->failed++;
-        } else {
-            done[i] = true;
-            rep->restored++;
+            continue;
         }
+        done[i] = true;
+        rep->restored++;
+        /* A newer record of this path that failed is superseded: the
+         * value is now older than its old value, and keeping it would have
+         * the next restore write that in-between value back. */
+        for (size_t k = i + 1; k < log->n; k++)
+            if (!done[k] && log->v[k].dir == e->dir && streq(log->v[k].path, e->path) &&
+                (!owner || streq(owner, log->v[k].owner)))
+                done[k] = true;
     }
 }
 

@@ -301,6 +301,36 @@ def test_lock():
           "lock: once released, restore works")
 
 
+def test_gone_reader():
+    """stdout a pipe whose reader has gone (watt tune X | head -1 once head
+    has quit): the run ends by SIGPIPE before the apply, nothing changed;
+    exit status 141 must never come with a changed tree."""
+    root = copy_fixture("intel-2s", "pipe")
+    before = tree_state(root)
+    rfd, wfd = os.pipe()
+    os.close(rfd)
+    p = subprocess.run([WATT, "tune", "latency", "--root", root], stdout=wfd,
+                       stderr=subprocess.PIPE, text=True, env=ENV, timeout=60,
+                       restore_signals=True)
+    os.close(wfd)
+    check(p.returncode != 0 and tree_state(root) == before,
+          f"gone reader: exit {p.returncode} and the tree is unchanged "
+          f"({diff_count(before, tree_state(root))} files differ)")
+    s = watt("tune", "--status", "--root", root)
+    check("Nothing differs from the original values." in s.stdout,
+          "gone reader: --status: nothing differs")
+    # the reader goes after the diff, during or after the apply: exit 0
+    p = subprocess.run(f"'{WATT}' tune latency --root '{root}' | head -c 1 >/dev/null; "
+                       "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
+                       capture_output=True, text=True, env=ENV, timeout=60)
+    rc = p.stdout.strip()
+    changed = tree_state(root) != before
+    check((rc == "0" and changed) or (rc == "141" and not changed),
+          f"gone reader after the diff: exit {rc}, tree changed {changed}")
+    watt("restore", "--root", root)
+    check(tree_state(root) == before, "gone reader: restore gives the tree back")
+
+
 def bad(what, args, code, *needles):
     p = watt(*args)
     err = p.stderr.strip()
@@ -443,6 +473,7 @@ def main():
         test_switching()
         test_rollback()
         test_lock()
+        test_gone_reader()
         test_bad_input()
         test_journal_damage()
         test_list_show()

@@ -231,6 +231,25 @@ def fixture_part():
         check(wait_for(lambda: metric(port, "watt_latency_guard_transitions_total") == 2, 2)
               is not None, "fixture: 2 transitions (hold again after the restart, release)")
 
+        # SIGHUP while the guard holds and another tuner holds the lock: the
+        # guard cannot let go now, and the profile stays; once the lock is
+        # free the hold is still put back, though the new guard sees no load
+        write(os.path.join(root, "proc/net/tcp"), tcp(2))
+        check(wait_for(lambda: read(res1) == b"20\n", 3) is not None,
+              "fixture: 2 connections again: held")
+        lock = open(os.path.join(root, "var/lib/watt/journal.lock"), "a")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        write(ini, "[agent]\nprofile = fx2\n")
+        write(os.path.join(root, "proc/net/tcp"), tcp(0))  # the lock keeps the hold
+        a.send_signal(signal.SIGHUP)
+        time.sleep(0.6)
+        write(ini, "[agent]\nprofile = fx\n")
+        lock.close()
+        took = wait_for(lambda: read(res1) == orig[res1] and read(res2) == orig[res2], 3)
+        check(took is not None and read(dwb) == b"1500\n",
+              "fixture: SIGHUP while locked: fx kept, and the guard's hold is put back "
+              f"once the lock is free (CPU 1 at {read(res1)!r})")
+
         write(ini, "[agent]\nprofile = broken\n")
         a.send_signal(signal.SIGHUP)
         time.sleep(0.6)

@@ -313,6 +313,40 @@ static void test_owner(void **state)
     tree_free(root);
 }
 
+/* The guard held a value, then `watt tune` changed the same file: the
+ * guard's release leaves the tune's value, and the tune's record takes
+ * over the original, so a later restore goes all the way back. */
+static void test_owner_hand_over(void **state)
+{
+    char *root = make_root();
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct journal *j = open_journal(h, "guard");
+    assert_int_equal(journal_set(j, HOST_SYS, GOV, "performance", NULL), 0);
+    journal_close(j);
+    j = open_journal(h, "cli");
+    assert_int_equal(journal_set(j, HOST_SYS, GOV, "schedutil", NULL), 0);
+    journal_close(j);
+    j = open_journal(h, "guard");
+    struct journal_restore_report rep;
+    assert_int_equal(journal_restore(j, "guard", false, &rep), 0);
+    assert_int_equal(rep.restored, 1);
+    assert_int_equal(rep.nlines, 1); /* "left ... as it is: cli changed it later" */
+    journal_restore_report_free(&rep);
+    assert_file(root, "sys/" GOV, "schedutil\n"); /* the tune's value stays */
+    struct journal_log log;
+    assert_int_equal(journal_read(h, NULL, &log), 0);
+    assert_int_equal(log.n, 1);
+    assert_string_equal(log.v[0].owner, "cli");
+    journal_log_free(&log);
+    assert_int_equal(journal_restore(j, NULL, false, &rep), 0);
+    journal_restore_report_free(&rep);
+    assert_pristine(root); /* not the guard's "performance" */
+    journal_close(j);
+    host_close(h);
+    tree_free(root);
+}
+
 static void append_raw(const char *root, const char *text)
 {
     char path[4096];
@@ -532,12 +566,13 @@ int main(int argc, char **argv)
         return child_main(argv[2]);
     self_exe = argv[0];
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape),         cmocka_unit_test(test_crc),
-        cmocka_unit_test(test_parse),          cmocka_unit_test(test_choice_word),
-        cmocka_unit_test(test_set_rollback),   cmocka_unit_test(test_restore),
-        cmocka_unit_test(test_owner),          cmocka_unit_test(test_torn),
-        cmocka_unit_test(test_corrupt_middle), cmocka_unit_test(test_lock),
-        cmocka_unit_test(test_write_fault),    cmocka_unit_test(test_crash_points),
+        cmocka_unit_test(test_escape),       cmocka_unit_test(test_crc),
+        cmocka_unit_test(test_parse),        cmocka_unit_test(test_choice_word),
+        cmocka_unit_test(test_set_rollback), cmocka_unit_test(test_restore),
+        cmocka_unit_test(test_owner),        cmocka_unit_test(test_owner_hand_over),
+        cmocka_unit_test(test_torn),         cmocka_unit_test(test_corrupt_middle),
+        cmocka_unit_test(test_lock),         cmocka_unit_test(test_write_fault),
+        cmocka_unit_test(test_crash_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
