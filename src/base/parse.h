@@ -12,6 +12,8 @@ int parse_i64(const char *s, int64_t *ret);
 int parse_u64_any(const char *s, uint64_t *ret);
 int parse_double(const char *s, double *ret);
 int parse_bool01(const char *s, int *ret); /* "0"/"1", "N"/"Y" */
+/* The value of one hexadecimal digit (either case), -1 when C is not one. */
+int hex_digit_value(char c);
 
 /* Remove trailing whitespace in place; returns s. */
 char *strip_trailing(char *s);

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/parse.h"
 #include "base/util.h"
 
 #define NSEC_PER_SEC 1000000000ull
@@ -182,17 +183,6 @@ int guard_parse_pid_stat(const char *text, size_t len, char **ret_comm, uint64_t
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* A whole token of hex digits; -1 when it is not one (or too long). */
 static long hex_token(const char *s, size_t n)
 {
@@ -200,7 +190,7 @@ static long hex_token(const char *s, size_t n)
         return -1;
     long v = 0;
     for (size_t i = 0; i < n; i++) {
-        int d = hexval(s[i]);
+        int d = hex_digit_value(s[i]);
         if (d < 0)
             return -1;
         v = v * 16 + d;
@@ -232,7 +222,7 @@ static void tcp_line(const char *l, size_t len, unsigned port, unsigned *establi
     if (alen != 8 && alen != 32)
         return;
     for (size_t i = 0; i < alen; i++)
-        if (hexval(tok[1][i]) < 0)
+        if (hex_digit_value(tok[1][i]) < 0)
             return;
     long lport = hex_token(colon + 1, (size_t)(tok[1] + tlen[1] - colon - 1));
     long st = hex_token(tok[3], tlen[3]);

@@ -128,17 +128,6 @@ char *journal_escape(const char *s)
     return out;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 int journal_unescape(const char *s, size_t len, char **ret)
 {
     _cleanup_free_ char *out = xmalloc(len + 1);
@@ -146,8 +135,8 @@ int journal_unescape(const char *s, size_t len, char **ret)
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '%') {
-            int hi = i + 2 < len ? hex_digit(s[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+            int hi = i + 2 < len ? hex_digit_value(s[i + 1]) : -1;
+            int lo = hi >= 0 ? hex_digit_value(s[i + 2]) : -1;
             if (lo < 0 || (hi | lo) == 0) /* %00 cannot be in a C string */
                 return -EINVAL;
             out[o++] = (char)(hi << 4 | lo);
@@ -309,7 +298,7 @@ static int check_crc(const char *line, size_t len, const char **ret_why)
         return refuse(ret_why, "no checksum");
     uint32_t want = 0;
     for (size_t i = len - 8; i < len; i++) {
-        int v = hex_digit(line[i]);
+        int v = hex_digit_value(line[i]);
         if (v < 0 || (line[i] >= 'A' && line[i] <= 'F'))
             return refuse(ret_why, "no checksum");
         want = want << 4 | (uint32_t)v;
