@@ -91,11 +91,14 @@ def unescape(s):
 
 
 def records(text):
-    """The W records of a journal: dicts of their fields (values unescaped)."""
+    """The W records of a journal: dicts of their fields (values unescaped).
+    Only whole lines: a kill during an append leaves a torn last line,
+    which watt cuts off when it next opens the journal."""
     out = []
-    for line in text.split("\n")[1:]:
-        if line.startswith("W "):
-            f = dict(t.split("=", 1) for t in line.split(" ")[1:])
+    for line in text.split("\n")[1:-1]:
+        toks = line.split(" ")[1:]
+        if line.startswith("W ") and all("=" in t for t in toks) and toks[-1].startswith("crc="):
+            f = dict(t.split("=", 1) for t in toks)
             out.append({k: unescape(v) for k, v in f.items()})
     return out
 
