@@ -902,11 +902,15 @@ static int run_restore(struct tune_run *t)
     restore_print(t, &rep, r);
     if (r < 0 && r != -EIO)
         fprintf(stderr, "watt restore: %s: %s\n", t->journal_shown, strerror(-r));
-    else if (r < 0)
+    if (r == -EIO && rep.failed)
         fprintf(stderr,
                 "watt restore: %zu value%s not restored (see above); the journal keeps "
-                "them\n",
-                rep.failed + rep.skipped, rep.failed + rep.skipped == 1 ? "" : "s");
+                "%s for another try\n",
+                rep.failed, rep.failed == 1 ? "" : "s", rep.failed == 1 ? "it" : "them");
+    if (r == -EIO && rep.skipped)
+        fprintf(stderr, "watt restore: %zu journal line%s skipped as corrupt (see above)%s\n",
+                rep.skipped, rep.skipped == 1 ? "" : "s",
+                t->o.dry_run ? "" : " and dropped from the journal");
     journal_restore_report_free(&rep);
     return r < 0 ? 1 : 0;
 }
