@@ -866,6 +866,7 @@ static void restore_print(struct tune_run *t, const struct journal_restore_repor
         json_kv_u64(&j, "restored", rep->restored);
         json_kv_u64(&j, "failed", rep->failed);
         json_kv_u64(&j, "skipped", rep->skipped);
+        json_kv_u64(&j, "gone", rep->gone);
         json_strings(&j, "lines", rep->lines, rep->nlines);
         json_kv_bool(&j, "ok", r >= 0);
         json_object_end(&j);
@@ -874,9 +875,12 @@ static void restore_print(struct tune_run *t, const struct journal_restore_repor
     }
     for (size_t i = 0; i < rep->nlines; i++)
         printf("  %s\n", rep->lines[i]);
-    printf("%s %zu value%s from %s; %zu failed, %zu skipped.\n",
+    printf("%s %zu value%s from %s; %zu failed, %zu skipped",
            t->o.dry_run ? "Would restore" : "Restored", rep->restored,
            rep->restored == 1 ? "" : "s", t->journal_shown, rep->failed, rep->skipped);
+    if (rep->gone)
+        printf(", %zu gone", rep->gone);
+    printf(".\n");
 }
 
 static int run_restore(struct tune_run *t)

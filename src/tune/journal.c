@@ -978,6 +978,16 @@ static void restore_values(struct journal *j, struct journal_log *log, const cha
         journal_crash_point("before host_write");
         int r = write_back(j->h, e);
         journal_crash_point("after host_write");
+        if (r == -ENOENT) {
+            _cleanup_free_ char *where = host_display_path(j->h, e->dir, e->path);
+            add_line(&rep->lines, &rep->nlines, cap,
+                     xasprintf("%s is gone (device removed or CPU offline): nothing to "
+                               "restore, the record is dropped",
+                               where));
+            done[i] = true;
+            rep->gone++;
+            continue;
+        }
         if (r < 0) {
             add_line(&rep->lines, &rep->nlines, cap, describe_failure(j->h, e, r));
             rep->failed++;

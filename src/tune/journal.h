@@ -111,6 +111,10 @@ struct journal_restore_report {
     size_t restored; /* values written back */
     size_t failed;   /* values the kernel refused (kept in the journal) */
     size_t skipped;  /* lines skipped as corrupt */
+    size_t gone;     /* files that no longer exist (device unplugged, CPU
+                      * offline): the kernel object that held the value
+                      * went with it and comes back with its defaults, so
+                      * the record is dropped */
     char **lines;    /* one sentence per failure or skip; owned */
     size_t nlines;
 };

@@ -347,6 +347,35 @@ static void test_owner_hand_over(void **state)
     tree_free(root);
 }
 
+/* A device unplugged after the tune: its file is gone, and with it the
+ * value; the record is dropped, not kept failing for ever. */
+static void test_gone(void **state)
+{
+    char *root = make_root();
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct journal *j = open_journal(h, "cli");
+    assert_int_equal(journal_set(j, HOST_SYS, GOV, "performance", NULL), 0);
+    assert_int_equal(journal_set(j, HOST_SYS, EPP, "performance", NULL), 0);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/sys/%s", root, EPP);
+    assert_int_equal(unlink(path), 0);
+    struct journal_restore_report rep;
+    assert_int_equal(journal_restore(j, NULL, false, &rep), 0);
+    assert_int_equal(rep.restored, 1);
+    assert_int_equal(rep.gone, 1);
+    assert_int_equal(rep.failed, 0);
+    journal_restore_report_free(&rep);
+    assert_file(root, "sys/" GOV, "powersave\n");
+    struct journal_log log;
+    assert_int_equal(journal_read(h, NULL, &log), 0);
+    assert_int_equal(log.n, 0);
+    journal_log_free(&log);
+    journal_close(j);
+    host_close(h);
+    tree_free(root);
+}
+
 static void append_raw(const char *root, const char *text)
 {
     char path[4096];
@@ -566,13 +595,13 @@ int main(int argc, char **argv)
         return child_main(argv[2]);
     self_exe = argv[0];
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape),       cmocka_unit_test(test_crc),
-        cmocka_unit_test(test_parse),        cmocka_unit_test(test_choice_word),
-        cmocka_unit_test(test_set_rollback), cmocka_unit_test(test_restore),
-        cmocka_unit_test(test_owner),        cmocka_unit_test(test_owner_hand_over),
-        cmocka_unit_test(test_torn),         cmocka_unit_test(test_corrupt_middle),
-        cmocka_unit_test(test_lock),         cmocka_unit_test(test_write_fault),
-        cmocka_unit_test(test_crash_points),
+        cmocka_unit_test(test_escape),         cmocka_unit_test(test_crc),
+        cmocka_unit_test(test_parse),          cmocka_unit_test(test_choice_word),
+        cmocka_unit_test(test_set_rollback),   cmocka_unit_test(test_restore),
+        cmocka_unit_test(test_owner),          cmocka_unit_test(test_owner_hand_over),
+        cmocka_unit_test(test_gone),           cmocka_unit_test(test_torn),
+        cmocka_unit_test(test_corrupt_middle), cmocka_unit_test(test_lock),
+        cmocka_unit_test(test_write_fault),    cmocka_unit_test(test_crash_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
