@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/json.h"
 #include "base/parse.h"
@@ -501,13 +502,40 @@ static int measure(struct tune_run *t, const char *when, struct tune_verify_wind
 }
 
 /* Apply under the journal's lock; notes from reading back. */
+/* Ctrl-C, SIGTERM or SIGHUP during the writes would leave half of a
+ * profile applied (the journal covers it, but "all or nothing" would not
+ * hold). They are held back while the transaction runs; one that came
+ * meanwhile rolls the whole transaction back. */
+static int interrupted(struct journal *j, const sigset_t *stop)
+{
+    const struct timespec now = {0};
+    int sig = sigtimedwait(stop, NULL, &now);
+    if (sig <= 0)
+        return 0;
+    _cleanup_free_ char *err = NULL;
+    int r = journal_rollback(j, &err);
+    fprintf(stderr, "watt tune: interrupted by %s during the apply; %s\n", strsignal(sig),
+            r < 0 ? (err ? err : "the rollback failed: run watt restore")
+                  : "every value was rolled back, nothing was changed");
+    return -EINTR;
+}
+
 static int apply(struct tune_run *t, struct journal *j, const struct tune_plan *plan,
                  struct tune_plan *after)
 {
     _cleanup_free_ char *err = NULL;
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stop, &old);
     int r = tune_plan_apply_checked(j, t->h, plan, &after->notes, &after->nnotes, &err);
     if (r < 0)
         fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+    else
+        r = interrupted(j, &stop);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return r;
 }
 

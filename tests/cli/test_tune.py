@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -331,6 +332,38 @@ def test_gone_reader():
     check(tree_state(root) == before, "gone reader: restore gives the tree back")
 
 
+def test_interrupted():
+    """SIGTERM during the apply: the transaction is rolled back (exit 1,
+    nothing changed) or, when it came after the last write, the whole
+    profile stands; never half of it."""
+    root = copy_fixture("intel-2s", "sigterm")
+    before = tree_state(root)
+    journal = os.path.join(root, "var/lib/watt/journal")
+    rolled = whole = 0
+    for _ in range(40):
+        p = subprocess.Popen([WATT, "tune", "latency", "--root", root], env=ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        while p.poll() is None:  # the first record is out: the apply has begun
+            if os.path.exists(journal) and os.path.getsize(journal) > 200:
+                p.send_signal(signal.SIGTERM)
+                break
+        err = p.communicate(timeout=60)[1]
+        n = diff_count(before, tree_state(root))
+        if "interrupted by" in err:
+            rolled += 1
+            check(p.returncode == 1 and n == 0 and "rolled back" in err,
+                  f"SIGTERM mid-apply: exit {p.returncode}, {n} files differ: {err.strip()[:120]}")
+        else:
+            whole += n == 201
+            check(n in (0, 201), f"SIGTERM: all or nothing ({n} of 201 files changed)")
+        watt("restore", "--root", root)
+        if rolled >= 3:
+            break
+    check(rolled >= 1, f"SIGTERM landed mid-apply and rolled back {rolled} times "
+          f"(whole profile {whole} times)")
+    check(tree_state(root) == before, "SIGTERM: the tree is the original at the end")
+
+
 def bad(what, args, code, *needles):
     p = watt(*args)
     err = p.stderr.strip()
@@ -474,6 +507,7 @@ def main():
         test_rollback()
         test_lock()
         test_gone_reader()
+        test_interrupted()
         test_bad_input()
         test_journal_damage()
         test_list_show()
