@@ -112,3 +112,13 @@ int hex_digit_value(char c)
         return c - 'a' + 10;
     return -1;
 }
+
+bool str_all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}

@@ -4,6 +4,7 @@
  * ret_* is set only on success. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 int parse_u64(const char *s, uint64_t *ret);
@@ -14,6 +15,8 @@ int parse_double(const char *s, double *ret);
 int parse_bool01(const char *s, int *ret); /* "0"/"1", "N"/"Y" */
 /* The value of one hexadecimal digit (either case), -1 when C is not one. */
 int hex_digit_value(char c);
+/* Whether S is one or more decimal digits and nothing else (a /proc PID). */
+bool str_all_digits(const char *s);
 
 /* Remove trailing whitespace in place; returns s. */
 char *strip_trailing(char *s);

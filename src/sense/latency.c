@@ -97,16 +97,6 @@ static int64_t read_resume(struct host *h, struct sample *s, int cpu)
     return LATENCY_UNKNOWN;
 }
 
-static bool all_digits(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
 static void scan_fds(struct host *h, struct latency_sample *l, const char *pid, const char *dev)
 {
     char dir[48];
@@ -144,7 +134,7 @@ static void find_holders(struct host *h, struct latency_sample *l)
     _cleanup_free_ char *dev = host_kernel_path(HOST_DEV, DMA_DEV);
     l->holders_scanned = true;
     for (size_t i = 0; i < n; i++)
-        if (all_digits(names[i]))
+        if (str_all_digits(names[i]))
             scan_fds(h, l, names[i], dev);
     host_free_list(names, n);
 }

@@ -333,16 +333,6 @@ static const struct guard_probe_pid *find_pid(const struct guard_probe *p, int p
     return p->npids ? bsearch(&key, p->pids, p->npids, sizeof(key), pid_cmp) : NULL;
 }
 
-static bool all_digits(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
 /* One process: its entry in NOW, and its ticks since the previous probe
  * added to *TICKS when it has the name. A process known not to have the
  * name is not read again until the next full scan. */
@@ -389,7 +379,7 @@ static int probe_process(struct host *h, struct guard_probe *p, struct guard_rea
     uint64_t ticks = 0;
     for (size_t i = 0; i < n; i++) {
         bool keep;
-        if (!all_digits(names[i]))
+        if (!str_all_digits(names[i]))
             continue;
         probe_pid(h, p, names[i], full, &now[nnow], &keep, &ticks);
         if (keep)
