@@ -1,0 +1,140 @@
+/* watt top: one frame of what `watt top` shows, built by top.c (the
+ * collector) and drawn by top_tui.c (ncurses) or printed by top_out.c
+ * (--once: text or --json). The schema of the JSON is docs/top.md. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sense/wakeups.h"
+
+struct top_proc {
+    int32_t pid;
+    char comm[32];
+    char *cmdline; /* owned; NULL for kernel threads */
+    char *cgroup;  /* owned; NULL unknown */
+    bool kthread;
+    bool exited; /* known only from trace events: gone before it could be read */
+    unsigned threads;
+    double cpu_pct;        /* % of one CPU */
+    double wakeups_s;      /* times woken per second (all threads) */
+    double idle_wakeups_s; /* CPU idle exits blamed on it per second; NaN: not traced */
+    double power_w;        /* attributed power; NaN when no attribution */
+    double energy_j;       /* power_w * interval */
+};
+
+struct top_cgroup {
+    char *path; /* owned */
+    size_t nprocs;
+    double cpu_pct, wakeups_s, idle_wakeups_s, power_w, energy_j;
+};
+
+/* IRQs, timers, hrtimers and work items (and "other"). */
+struct top_source {
+    enum wake_kind kind;
+    int irq;       /* WAKE_IRQ; else -1 */
+    char name[96]; /* handler name or callback symbol */
+    double events_s;
+    double idle_wakeups_s; /* NaN: not traced */
+};
+
+struct top_cstate {
+    char name[32];
+    double residency_pct; /* NaN unknown */
+    double entries_s;
+    unsigned latency_us;
+    bool disabled;
+};
+
+struct top_cpu {
+    int cpu;
+    double busy_pct;
+    double mhz;            /* effective, else requested; NaN unknown */
+    double idle_wakeups_s; /* NaN: not traced */
+    double irqs_s;         /* from /proc/interrupts; NaN unknown */
+    size_t nstates;
+    struct top_cstate *st; /* owned */
+};
+
+struct top_device {
+    char *bus, *name, *driver, *product; /* owned; driver/product may be NULL */
+    char control[8];                     /* "auto", "on" */
+    char status[16];                     /* "active", "suspended", ... */
+    double active_pct;                   /* runtime_active_time share of the window; NaN unknown */
+    bool safe;                           /* autosuspend candidate under the device policy */
+    char *why;                           /* owned; why not safe, or NULL */
+};
+
+struct top_frame {
+    /* header */
+    double interval_s;
+    uint64_t real_ns;
+    char *hostname, *kernel; /* owned; may be NULL */
+    unsigned ncpus;
+    double busy_cpus;
+    /* wake-ups */
+    bool traced;
+    char *why_not_traced;        /* owned; NULL when traced */
+    double total_wakeups_s;      /* all events per second */
+    double total_idle_wakeups_s; /* idle exits per second; NaN: not traced */
+    uint64_t lost_events, dropped_events;
+    /* power */
+    double node_w;
+    bool measured;
+    char power_source[96];
+    double idle_w, kernel_w, unaccounted_w, procs_w;
+    double error_pct;
+    char power_note[256];
+    /* views */
+    size_t nprocs;
+    struct top_proc *procs; /* owned; every process active in the window */
+    size_t ncgroups;
+    struct top_cgroup *cgroups;
+    size_t nsources;
+    struct top_source *sources;
+    size_t ncpus_rows;
+    struct top_cpu *cpus;
+    size_t ndevices;
+    struct top_device *devices;
+    size_t nnotes;
+    char **notes; /* owned: what could not be measured, and why */
+};
+
+void top_frame_free(struct top_frame *f);
+
+enum top_sort { TOP_SORT_WAKEUPS, TOP_SORT_POWER, TOP_SORT_CPU, TOP_SORT_IDLE_WAKEUPS };
+enum top_view {
+    TOP_VIEW_PROCS,
+    TOP_VIEW_CGROUPS,
+    TOP_VIEW_SOURCES,
+    TOP_VIEW_CPUS,
+    TOP_VIEW_DEVICES,
+    _TOP_VIEW_MAX
+};
+
+/* Sort the frame's procs, cgroups and sources in place. */
+void top_frame_sort(struct top_frame *f, enum top_sort s);
+
+/* --once outputs (top_out.c). limit 0: every row. */
+void top_print_json(const struct top_frame *f, FILE *out, size_t limit);
+void top_print_text(const struct top_frame *f, FILE *out, size_t limit);
+
+/* The collector the TUI drives (top.c). */
+struct top_collector;
+/* fds to poll for POLLIN between frames (the tracer's rings) */
+size_t top_collector_fds(struct top_collector *c, const int **ret);
+/* one of those fds is readable */
+void top_collector_drain(struct top_collector *c);
+/* Build the frame for the window since the previous call. */
+int top_collector_frame(struct top_collector *c, struct top_frame **ret);
+
+struct top_tui_opts {
+    double interval_s;
+    enum top_sort sort;
+    enum top_view view;
+};
+/* Run the ncurses TUI until 'q' (or SIGINT/SIGTERM). Keys: see docs/top.md.
+ * Returns 0, or < 0 when the terminal cannot be used. */
+int top_tui_run(struct top_collector *c, struct top_tui_opts *o);
