@@ -289,28 +289,9 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
-/* --model NAME picks a built-in; anything else is a file. Without it, a VM
- * gets vm-vcpu (its share of the host) and bare metal specpower-2023. */
 static int load_model(const struct report_opts *o, bool vm, struct power_model *m)
 {
-    model_default(m);
-    if (!o->model && vm)
-        model_builtin("vm-vcpu", m);
-    if (o->model && !strchr(o->model, '/') && model_builtin(o->model, m) == 0) {
-        /* built-in by name */
-    } else if (o->model) {
-        _cleanup_free_ char *err = NULL;
-        if (model_load(o->model, m, &err) < 0) {
-            fprintf(stderr, "watt report: %s%s\n", err,
-                    strchr(o->model, '/')
-                        ? ""
-                        : " (built-in models: specpower-2023, vm-vcpu, seed-2011)");
-            return -EINVAL;
-        }
-    }
-    if (!isnan(o->pue))
-        m->pue = o->pue;
-    return 0;
+    return cli_load_model("report", o->model, vm, o->pue, m);
 }
 
 /* CONFDIR/devices.conf, the device policy `watt tune` applies too. A

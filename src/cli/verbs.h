@@ -1,6 +1,8 @@
 /* The verb table of `watt` (systemd-style): each verb in its own file. */
 #pragma once
 
+#include <stdbool.h>
+
 struct verb {
     const char *name;
     int (*fn)(int argc, char **argv); /* argv[0] is the verb */
@@ -14,8 +16,16 @@ int verb_agent(int argc, char **argv);
 int verb_ctl(int argc, char **argv);
 int verb_tune(int argc, char **argv);    /* cli/tune.c */
 int verb_restore(int argc, char **argv); /* cli/tune.c */
+int verb_top(int argc, char **argv);     /* cli/top_cmd.c */
 
 /* Shared option handling: opens the root for --root DIR / $WATT_ROOT and
  * prints a clear error naming it on failure. */
 struct host;
 int cli_open_host(const char *root, struct host **ret);
+
+/* The power model for --model NAME|FILE (NULL: the default for a VM or
+ * bare metal) with --pue X (NaN: the model's); errors are printed, naming
+ * the verb. */
+struct power_model;
+int cli_load_model(const char *verb, const char *name, bool vm, double pue,
+                   struct power_model *m);
