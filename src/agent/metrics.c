@@ -5,8 +5,10 @@
  * exact decimals by integer arithmetic, and only true rates go through
  * format_double(). */
 #include "agent/metrics.h"
+#include "agent/metrics_writer.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,207 +127,7 @@ void agent_energy_update(struct agent_energy *e, const struct sample *a, const s
     }
 }
 
-/* ---- the writer ---- */
-
-enum fam_type { FAM_COUNTER, FAM_GAUGE };
-
-struct fam {
-    const char *name; /* as samples spell it: counters end in _total */
-    enum fam_type type;
-    const char *unit; /* OpenMetrics UNIT, NULL when none */
-    const char *help;
-};
-
-struct mw {
-    struct strbuf *out;
-    bool om;
-    const struct fam *f;
-    bool header;      /* the family's metadata is out */
-    unsigned nlabels; /* labels of the current series */
-};
-
-static void put_u64(struct strbuf *o, uint64_t v)
-{
-    char buf[24], *p = buf + sizeof(buf);
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    strbuf_append_n(o, p, (size_t)(buf + sizeof(buf) - p));
-}
-
-static const uint64_t pow10_tab[] = {1,      10,      100,      1000,      10000,
-                                     100000, 1000000, 10000000, 100000000, 1000000000};
-
-/* v / 10^decimals as an exact decimal without trailing zeros: 240422366267
- * with 6 gives "240422.366267". */
-static void put_fixed(struct strbuf *o, uint64_t v, unsigned decimals)
-{
-    uint64_t p = pow10_tab[decimals];
-    put_u64(o, v / p);
-    uint64_t frac = v % p;
-    if (!frac)
-        return;
-    char buf[12];
-    unsigned n = decimals;
-    while (frac % 10 == 0) {
-        frac /= 10;
-        n--;
-    }
-    for (unsigned i = n; i > 0; i--) {
-        buf[i - 1] = (char)('0' + frac % 10);
-        frac /= 10;
-    }
-    strbuf_putc(o, '.');
-    strbuf_append_n(o, buf, n);
-}
-
-/* Go's ParseFloat reads both formats; integral values print as integers. */
-static void put_double(struct strbuf *o, double v)
-{
-    if (isnan(v)) {
-        strbuf_append(o, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        strbuf_append(o, v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
-    if (v == trunc(v) && fabs(v) < 1e15) {
-        if (v < 0)
-            strbuf_putc(o, '-');
-        put_u64(o, (uint64_t)fabs(v));
-        return;
-    }
-    char buf[40];
-    format_double(buf, sizeof(buf), v);
-    strbuf_append(o, buf);
-}
-
-/* A label value with backslash, double quote and newline escaped. */
-static void put_escaped(struct strbuf *o, const char *s)
-{
-    const char *run = s;
-    for (; *s; s++) {
-        const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
-        if (!esc)
-            continue;
-        strbuf_append_n(o, run, (size_t)(s - run));
-        strbuf_append(o, esc);
-        run = s + 1;
-    }
-    strbuf_append_n(o, run, (size_t)(s - run));
-}
-
-/* The family's name: OpenMetrics names counters without _total; text 0.0.4
- * uses the sample name throughout. */
-static void put_family_name(struct mw *w)
-{
-    size_t len = strlen(w->f->name);
-    if (w->om && w->f->type == FAM_COUNTER)
-        len -= strlen("_total");
-    strbuf_append_n(w->out, w->f->name, len);
-}
-
-static void put_header(struct mw *w)
-{
-    static const char *const types[] = {"counter", "gauge"};
-    strbuf_append(w->out, "# HELP ");
-    put_family_name(w);
-    strbuf_putc(w->out, ' ');
-    strbuf_append(w->out, w->f->help);
-    strbuf_append(w->out, "\n# TYPE ");
-    put_family_name(w);
-    strbuf_putc(w->out, ' ');
-    strbuf_append(w->out, types[w->f->type]);
-    strbuf_putc(w->out, '\n');
-    if (w->om && w->f->unit) {
-        strbuf_append(w->out, "# UNIT ");
-        put_family_name(w);
-        strbuf_putc(w->out, ' ');
-        strbuf_append(w->out, w->f->unit);
-        strbuf_putc(w->out, '\n');
-    }
-    w->header = true;
-}
-
-/* Families print their metadata with their first series only, so a family
- * with nothing to show leaves no trace. */
-static void fam(struct mw *w, const struct fam *f)
-{
-    w->f = f;
-    w->header = false;
-}
-
-static void series(struct mw *w)
-{
-    if (!w->header)
-        put_header(w);
-    strbuf_append(w->out, w->f->name);
-    w->nlabels = 0;
-}
-
-static void label_key(struct mw *w, const char *key)
-{
-    strbuf_putc(w->out, w->nlabels++ ? ',' : '{');
-    strbuf_append(w->out, key);
-    strbuf_append_n(w->out, "=\"", 2);
-}
-
-static void label(struct mw *w, const char *key, const char *value)
-{
-    label_key(w, key);
-    put_escaped(w->out, value ? value : "");
-    strbuf_putc(w->out, '"');
-}
-
-static void label_int(struct mw *w, const char *key, int value)
-{
-    label_key(w, key);
-    if (value < 0)
-        strbuf_putc(w->out, '-');
-    put_u64(w->out, value < 0 ? -(uint64_t)value : (uint64_t)value);
-    strbuf_putc(w->out, '"');
-}
-
-static void value_begin(struct mw *w)
-{
-    if (w->nlabels)
-        strbuf_putc(w->out, '}');
-    strbuf_putc(w->out, ' ');
-}
-
-static void value_u64(struct mw *w, uint64_t v)
-{
-    value_begin(w);
-    put_u64(w->out, v);
-    strbuf_putc(w->out, '\n');
-}
-
-static void value_fixed(struct mw *w, uint64_t v, unsigned decimals)
-{
-    value_begin(w);
-    put_fixed(w->out, v, decimals);
-    strbuf_putc(w->out, '\n');
-}
-
-static void value_double(struct mw *w, double v)
-{
-    value_begin(w);
-    put_double(w->out, v);
-    strbuf_putc(w->out, '\n');
-}
-
 /* ---- the families ---- */
-
-#define COUNTER(n, u, h)                                     \
-    {                                                        \
-        .name = n, .type = FAM_COUNTER, .unit = u, .help = h \
-    }
-#define GAUGE(n, u, h)                                     \
-    {                                                      \
-        .name = n, .type = FAM_GAUGE, .unit = u, .help = h \
-    }
 
 /* A gauge of 1 in both formats (not OpenMetrics' info type), so that both
  * give the same family name. */
@@ -439,24 +241,24 @@ static const struct fam f_guard_conn = GAUGE("watt_latency_guard_workload_connec
 /* A family of one series without labels. */
 static void single_u64(struct mw *w, const struct fam *f, uint64_t v)
 {
-    fam(w, f);
-    series(w);
-    value_u64(w, v);
+    mw_fam(w, f);
+    mw_series(w);
+    mw_value_u64(w, v);
 }
 
 static void single_double(struct mw *w, const struct fam *f, double v)
 {
-    fam(w, f);
-    series(w);
-    value_double(w, v);
+    mw_fam(w, f);
+    mw_series(w);
+    mw_value_double(w, v);
 }
 
 static void render_self(struct mw *w, const struct agent_self *s)
 {
-    fam(w, &f_build);
-    series(w);
-    label(w, "version", WATT_VERSION);
-    value_u64(w, 1);
+    mw_fam(w, &f_build);
+    mw_series(w);
+    mw_label(w, "version", WATT_VERSION);
+    mw_value_u64(w, 1);
     if (!s)
         return;
     single_double(w, &f_self_cpu, s->cpu_s);
@@ -471,15 +273,15 @@ static void render_self(struct mw *w, const struct agent_self *s)
 /* Energy and power series share their labels. */
 static void meter_series(struct mw *w, const char *source, const char *domain, const char *via)
 {
-    series(w);
-    label(w, "source", source);
-    label(w, "domain", domain);
-    label(w, "via", via);
+    mw_series(w);
+    mw_label(w, "source", source);
+    mw_label(w, "domain", domain);
+    mw_label(w, "via", via);
 }
 
 static void render_energy(struct mw *w, const struct agent_energy *e, enum agent_rapl_mode rapl)
 {
-    fam(w, &f_energy);
+    mw_fam(w, &f_energy);
     for (size_t i = 0; e && i < e->n; i++) {
         const struct energy_entry *x = &e->v[i];
         bool is_rapl = streq(x->source, "rapl");
@@ -487,12 +289,12 @@ static void render_energy(struct mw *w, const struct agent_energy *e, enum agent
             continue;
         meter_series(w, x->source, x->domain, x->via);
         if (is_rapl && rapl == AGENT_RAPL_COARSE)
-            value_u64(w, x->micro ? x->total / 1000000000 * 1000
-                                  : (uint64_t)floor(x->total_j / 1000) * 1000);
+            mw_value_u64(w, x->micro ? x->total / 1000000000 * 1000
+                                     : (uint64_t)floor(x->total_j / 1000) * 1000);
         else if (x->micro)
-            value_fixed(w, x->total, 6);
+            mw_value_fixed(w, x->total, 6);
         else
-            value_double(w, x->total_j);
+            mw_value_double(w, x->total_j);
     }
 }
 
@@ -505,18 +307,18 @@ static double rapl_watts(double v, enum agent_rapl_mode rapl)
 
 static void render_channels(struct mw *w, const struct power_summary *ps, enum agent_rapl_mode rapl)
 {
-    fam(w, &f_power);
+    mw_fam(w, &f_power);
     for (size_t i = 0; i < ps->readings.n; i++) {
         const struct power_reading *p = &ps->readings.v[i];
         bool is_rapl = streq(p->source, "rapl");
         if (!isfinite(p->watts) || (is_rapl && rapl == AGENT_RAPL_OFF))
             continue;
         meter_series(w, p->source, p->domain, p->via);
-        value_double(w, is_rapl ? rapl_watts(p->watts, rapl) : p->watts);
+        mw_value_double(w, is_rapl ? rapl_watts(p->watts, rapl) : p->watts);
     }
     if (isfinite(ps->estimated_w)) {
         meter_series(w, "model", "node", ps->model.name);
-        value_double(w, ps->estimated_w);
+        mw_value_double(w, ps->estimated_w);
     }
 }
 
@@ -536,18 +338,17 @@ static void render_node(struct mw *w, const struct power_summary *ps, enum agent
     }
     if (!isfinite(it))
         return;
-    fam(w, &f_node);
-    series(w);
-    label(w, "basis", measured ? "measured" : "estimated");
+    mw_fam(w, &f_node);
+    mw_series(w);
+    mw_label(w, "basis", measured ? "measured" : "estimated");
     if (measured) {
-        label(w, "source", ps->source);
+        mw_label(w, "source", ps->source);
     } else {
-        label_key(w, "source");
-        strbuf_append(w->out, "model ");
-        put_escaped(w->out, ps->model.name);
-        strbuf_putc(w->out, '"');
+        char src[sizeof(ps->model.name) + 8];
+        snprintf(src, sizeof(src), "model %s", ps->model.name);
+        mw_label(w, "source", src);
     }
-    value_double(w, it);
+    mw_value_double(w, it);
     if (!isfinite(pue) || pue <= 0)
         return;
     single_double(w, &f_facility, it * pue);
@@ -582,17 +383,17 @@ static uint64_t cs_value(const struct cpuidle_state *st, enum cs_field f)
 static void cs_family(struct mw *w, const struct fam *f, const struct cpuidle_sample *ci,
                       enum cs_field field, unsigned decimals)
 {
-    fam(w, f);
+    mw_fam(w, f);
     for (unsigned i = 0; i < ci->ncpus; i++)
         for (unsigned k = 0; k < ci->cpus[i].nstates; k++) {
             const struct cpuidle_state *st = &ci->cpus[i].state[k];
             uint64_t v = cs_value(st, field);
             if (!st->name || v == VAL_NONE)
                 continue;
-            series(w);
-            label_int(w, "cpu", ci->cpus[i].cpu);
-            label(w, "state", st->name);
-            value_fixed(w, v, decimals);
+            mw_series(w);
+            mw_label_int(w, "cpu", ci->cpus[i].cpu);
+            mw_label(w, "state", st->name);
+            mw_value_fixed(w, v, decimals);
         }
 }
 
@@ -607,35 +408,35 @@ static void render_cstates(struct mw *w, const struct cpuidle_sample *ci)
         return;
     const struct cpuidle_cpu *first = &ci->cpus[0];
     for (int pass = 0; pass < 2; pass++) {
-        fam(w, pass ? &f_idle_target : &f_idle_latency);
+        mw_fam(w, pass ? &f_idle_target : &f_idle_latency);
         for (unsigned k = 0; k < first->nstates; k++) {
             const struct cpuidle_state *st = &first->state[k];
             uint64_t us = pass ? st->residency_us : st->latency_us;
             if (!st->name || us == VAL_NONE)
                 continue;
-            series(w);
-            label(w, "state", st->name);
-            value_fixed(w, us, 6);
+            mw_series(w);
+            mw_label(w, "state", st->name);
+            mw_value_fixed(w, us, 6);
         }
     }
 }
 
 static void cpu_series(struct mw *w, int cpu)
 {
-    series(w);
-    label_int(w, "cpu", cpu);
+    mw_series(w);
+    mw_label_int(w, "cpu", cpu);
 }
 
 /* kHz as Hz; VAL_NONE leaves the series out. */
 static void freq_family(struct mw *w, const struct fam *f, const struct cpufreq_sample *cf,
                         size_t off)
 {
-    fam(w, f);
+    mw_fam(w, f);
     for (unsigned i = 0; i < cf->ncpus; i++) {
         uint64_t khz = *(const uint64_t *)((const char *)&cf->cpus[i] + off);
         if (khz != VAL_NONE) {
             cpu_series(w, cf->cpus[i].cpu);
-            value_u64(w, khz * 1000);
+            mw_value_u64(w, khz * 1000);
         }
     }
 }
@@ -654,17 +455,17 @@ static void render_frequency(struct mw *w, const struct report_ctx *c)
     bool *ok = xcalloc(cf->ncpus + 1, sizeof(*ok));
     for (unsigned i = 0; i < cf->ncpus; i++)
         ok[i] = cpufreq_effective(c->a->cpufreq, cf, cf->cpus[i].cpu, &eff[i]) == 0;
-    fam(w, &f_freq_eff);
+    mw_fam(w, &f_freq_eff);
     for (unsigned i = 0; i < cf->ncpus; i++)
         if (ok[i] && isfinite(eff[i].busy_mhz)) {
             cpu_series(w, cf->cpus[i].cpu);
-            value_double(w, eff[i].busy_mhz * 1e6);
+            mw_value_double(w, eff[i].busy_mhz * 1e6);
         }
-    fam(w, &f_freq_avg);
+    mw_fam(w, &f_freq_avg);
     for (unsigned i = 0; i < cf->ncpus; i++)
         if (ok[i] && isfinite(eff[i].avg_mhz)) {
             cpu_series(w, cf->cpus[i].cpu);
-            value_double(w, eff[i].avg_mhz * 1e6);
+            mw_value_double(w, eff[i].avg_mhz * 1e6);
         }
     free(eff);
     free(ok);
@@ -675,26 +476,26 @@ _Static_assert(PROCSTAT_USER_HZ == 100, "ticks are printed with 2 decimals");
 
 static void render_cpu_seconds(struct mw *w, const struct procstat_sample *ps)
 {
-    fam(w, &f_cpu_s);
+    mw_fam(w, &f_cpu_s);
     for (unsigned i = 0; i < ps->ncpus; i++)
         for (int m = PROCSTAT_USER; m <= PROCSTAT_STEAL; m++) {
             uint64_t t = ps->cpus[i].ticks[m];
             if (t == VAL_NONE)
                 continue;
             cpu_series(w, ps->cpus[i].cpu);
-            label(w, "mode", procstat_mode_name((enum procstat_mode)m));
-            value_fixed(w, t, 2);
+            mw_label(w, "mode", procstat_mode_name((enum procstat_mode)m));
+            mw_value_fixed(w, t, 2);
         }
     /* node_exporter's names: guest is mode "user", guest_nice mode "nice" */
-    fam(w, &f_guest_s);
+    mw_fam(w, &f_guest_s);
     for (unsigned i = 0; i < ps->ncpus; i++)
         for (int m = PROCSTAT_GUEST; m <= PROCSTAT_GUEST_NICE; m++) {
             uint64_t t = ps->cpus[i].ticks[m];
             if (t == VAL_NONE)
                 continue;
             cpu_series(w, ps->cpus[i].cpu);
-            label(w, "mode", m == PROCSTAT_GUEST ? "user" : "nice");
-            value_fixed(w, t, 2);
+            mw_label(w, "mode", m == PROCSTAT_GUEST ? "user" : "nice");
+            mw_value_fixed(w, t, 2);
         }
 }
 
@@ -706,14 +507,14 @@ static void render_utilisation(struct mw *w, const struct report_ctx *c)
     render_cpu_seconds(w, ps);
     if (!c->b || !c->a->procstat)
         return;
-    fam(w, &f_util);
+    mw_fam(w, &f_util);
     for (unsigned i = 0; i < ps->ncpus; i++) {
         const struct procstat_cpu *y = &ps->cpus[i];
         struct procstat_util u;
         if (procstat_util(procstat_find_cpu(c->a->procstat, y->cpu), y, &u) == 0 &&
             isfinite(u.busy_pct)) {
             cpu_series(w, y->cpu);
-            value_double(w, u.busy_pct / 100);
+            mw_value_double(w, u.busy_pct / 100);
         }
     }
 }
@@ -725,13 +526,13 @@ static void render_interrupts(struct mw *w, const struct irq_sample *irq)
 {
     if (!irq)
         return;
-    fam(w, &f_irq);
+    mw_fam(w, &f_irq);
     for (unsigned i = 0; i < irq->nsources; i++) {
         const struct irq_source *s = &irq->src[i];
-        series(w);
-        label(w, "irq", s->label);
-        label(w, "name", s->name);
-        value_u64(w, s->total);
+        mw_series(w);
+        mw_label(w, "irq", s->label);
+        mw_label(w, "name", s->name);
+        mw_value_u64(w, s->total);
     }
 }
 
@@ -739,9 +540,9 @@ static void render_interrupts(struct mw *w, const struct irq_sample *irq)
  * runtime PM core sets (active .. error). */
 static void dev_series(struct mw *w, const struct device_info *d)
 {
-    series(w);
-    label(w, "bus", d->bus);
-    label(w, "device", d->name);
+    mw_series(w);
+    mw_label(w, "bus", d->bus);
+    mw_label(w, "device", d->name);
 }
 
 enum dev_field { DEV_ACTIVE, DEV_ACTIVE_MS, DEV_SUSPENDED_MS, DEV_AUTO };
@@ -766,12 +567,12 @@ static uint64_t dev_value(const struct device_info *d, enum dev_field f)
 static void dev_family(struct mw *w, const struct fam *f, const struct devices_sample *s,
                        enum dev_field field, unsigned decimals)
 {
-    fam(w, f);
+    mw_fam(w, f);
     for (size_t i = 0; i < s->n; i++) {
         uint64_t v = dev_value(&s->dev[i], field);
         if (device_has_rpm(&s->dev[i]) && v != VAL_NONE) {
             dev_series(w, &s->dev[i]);
-            value_fixed(w, v, decimals);
+            mw_value_fixed(w, v, decimals);
         }
     }
 }
@@ -794,11 +595,11 @@ static void render_devices(struct mw *w, const struct report_ctx *c)
     /* the policy of watt report and watt tune: built-in rules plus
      * CONFDIR/devices.conf, so the safe set is what tune would switch */
     size_t n = devices_assess_policy(s, c->b ? c->a->devices : NULL, c->devpolicy, &v);
-    fam(w, &f_dev_safe);
+    mw_fam(w, &f_dev_safe);
     for (size_t i = 0; i < n; i++)
         if (device_has_rpm(v[i].dev)) {
             dev_series(w, v[i].dev);
-            value_u64(w, v[i].verdict == DEV_VERDICT_SAFE);
+            mw_value_u64(w, v[i].verdict == DEV_VERDICT_SAFE);
         }
     device_candidates_free(v, n);
 }
@@ -808,25 +609,25 @@ static void render_latency(struct mw *w, const struct latency_sample *l)
     if (!l)
         return;
     if (l->global_us >= 0 && l->global_us != LATENCY_NONE) {
-        fam(w, &f_lat);
-        series(w);
-        value_fixed(w, (uint64_t)l->global_us, 6);
+        mw_fam(w, &f_lat);
+        mw_series(w);
+        mw_value_fixed(w, (uint64_t)l->global_us, 6);
     }
-    fam(w, &f_lat_cpu);
+    mw_fam(w, &f_lat_cpu);
     for (unsigned i = 0; i < l->ncpus; i++) {
         int64_t us = l->cpus[i].resume_us;
         if (us >= 0 && us != LATENCY_NONE) {
             cpu_series(w, l->cpus[i].cpu);
-            value_fixed(w, (uint64_t)us, 6);
+            mw_value_fixed(w, (uint64_t)us, 6);
         }
     }
 }
 
 static void guard_series(struct mw *w, const struct fam *f, const struct guard_status *g)
 {
-    fam(w, f);
-    series(w);
-    label(w, "workload", g->workload);
+    mw_fam(w, f);
+    mw_series(w);
+    mw_label(w, "workload", g->workload);
 }
 
 static void render_guard(struct mw *w, const struct guard_status *g)
@@ -834,25 +635,25 @@ static void render_guard(struct mw *w, const struct guard_status *g)
     if (!g)
         return;
     guard_series(w, &f_guard_held, g);
-    value_u64(w, g->held);
+    mw_value_u64(w, g->held);
     guard_series(w, &f_guard_held_s, g);
-    value_double(w, g->held_s);
+    mw_value_double(w, g->held_s);
     guard_series(w, &f_guard_trans, g);
-    value_u64(w, g->transitions);
+    mw_value_u64(w, g->transitions);
     guard_series(w, &f_guard_fail, g);
-    value_u64(w, g->failures);
+    mw_value_u64(w, g->failures);
     guard_series(w, &f_guard_target, g);
-    value_fixed(w, (uint64_t)(g->target_us < 0 ? 0 : g->target_us), 6);
+    mw_value_fixed(w, (uint64_t)(g->target_us < 0 ? 0 : g->target_us), 6);
     if (!g->measured)
         return;
     guard_series(w, &f_guard_busy, g);
-    value_u64(w, g->busy);
+    mw_value_u64(w, g->busy);
     if (isfinite(g->cpu_ratio)) {
         guard_series(w, &f_guard_cpu, g);
-        value_double(w, g->cpu_ratio);
+        mw_value_double(w, g->cpu_ratio);
     } else {
         guard_series(w, &f_guard_conn, g);
-        value_u64(w, g->connections);
+        mw_value_u64(w, g->connections);
     }
 }
 
