@@ -7,10 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # libc6-dev: gcc only recommends it, and recommends are not installed.
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev)
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev libncurses-dev)
 if [ "${1:-}" = "--test" ]; then
     # prometheus: the agent's end-to-end test scrapes it with a real server
-    pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk)
+    # powertop: watt top is checked side by side with it; tmux drives the TUI test
+    pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk powertop tmux util-linux)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -50,6 +50,7 @@ struct agent {
     struct power_model model;
     struct sample *prev;
     struct agent_energy *energy;
+    struct agent_attrib *attrib; /* wake-ups and energy per cgroup; NULL: off */
     struct agent_self self;
     struct snapshot *snap;
     struct MHD_Daemon *mhd;
@@ -151,6 +152,9 @@ static void take_sample(struct agent *a)
     report_power_build(&c, &a->model, &ps);
     c.power = &ps;
     agent_energy_update(a->energy, a->prev, b);
+    if (a->attrib && a->prev)
+        agent_attrib_update(a->attrib, a->prev, b, c.interval_s);
+    a->self.attrib = a->attrib;
     a->self.samples++;
 
     struct snapshot *s = xcalloc(1, sizeof(*s));
@@ -662,6 +666,7 @@ static void agent_close(struct agent *a)
     snapshot_unref(a->snap);
     sample_free(a->prev);
     agent_energy_free(a->energy);
+    agent_attrib_free(a->attrib);
     if (a->sense)
         sense_close(a->sense);
     if (a->h)
@@ -686,6 +691,40 @@ static void agent_close(struct agent *a)
     devpolicy_free(a->devpolicy);
     free(a->confdir);
     agent_config_free(&a->cfg);
+}
+
+static bool is_trace_fd(struct agent *a, int fd)
+{
+    const int *fds;
+    size_t n = a->attrib ? agent_attrib_fds(a->attrib, &fds) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] == fd)
+            return true;
+    return false;
+}
+
+/* Wake-ups and energy per cgroup: the trace rings join the loop, each
+ * waking it only when a quarter full. */
+static int open_attrib(struct agent *a)
+{
+    int r = agent_attrib_open(a->h, &a->model, a->cfg.wakeups, a->cfg.cgroups, &a->attrib);
+    if (r < 0) {
+        fprintf(stderr, "watt agent: wake-up accounting: %s\n", strerror(-r));
+        return r;
+    }
+    if (!a->attrib)
+        return 0;
+    const int *fds;
+    size_t n = agent_attrib_fds(a->attrib, &fds);
+    for (size_t i = 0; i < n; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+        if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+            return -errno;
+    }
+    if (n == 0 && a->cfg.wakeups == AGENT_WAKEUPS_TRACE)
+        fprintf(stderr, "watt agent: wake-ups from /proc: %s\n",
+                a->attrib->why_not_traced ? a->attrib->why_not_traced : "no tracepoints");
+    return 0;
 }
 
 static void loop(struct agent *a)
@@ -714,6 +753,8 @@ static void loop(struct agent *a)
                 on_signal(a);
             } else if (evs[i].data.fd == a->cfd) {
                 on_control(a);
+            } else if (is_trace_fd(a, evs[i].data.fd)) {
+                agent_attrib_drain(a->attrib);
             }
         }
         /* Every wake-up, not only the server's own: after it hit the
@@ -761,6 +802,8 @@ int agent_run(const struct agent_config *start, const char *config_path,
         r = agent_energy_new(&a.energy);
     if (r >= 0 && (r = open_fds(&a)) < 0)
         fprintf(stderr, "watt agent: %s\n", strerror(-r));
+    if (r >= 0)
+        r = open_attrib(&a);
     if (r >= 0)
         r = load_secrets(&a);
     if (r >= 0) {

@@ -23,6 +23,7 @@ void agent_config_default(struct agent_config *c)
         .max_request_bytes = 16384,
         .control = xstrdup(AGENT_DEFAULT_CONTROL),
         .restore_on_exit = true,
+        .cgroups = 10,
     };
 }
 
@@ -189,6 +190,21 @@ static int on_entry(void *user, const char *section, const char *key, const char
     } else if (streq(key, "model")) {
         free(p->c.model);
         p->c.model = *value ? xstrdup(value) : NULL;
+    } else if (streq(key, "wakeups")) {
+        if (streq(value, "trace"))
+            p->c.wakeups = AGENT_WAKEUPS_TRACE;
+        else if (streq(value, "proc"))
+            p->c.wakeups = AGENT_WAKEUPS_PROC;
+        else if (streq(value, "off"))
+            p->c.wakeups = AGENT_WAKEUPS_OFF;
+        else {
+            p->err = xasprintf("wakeups '%s': want trace, proc or off", value);
+            return 0;
+        }
+    } else if (streq(key, "cgroups")) {
+        if (!num(value, 0, 1000, &d) || d != floor(d))
+            goto bad_range;
+        p->c.cgroups = (unsigned)d;
     } else if (streq(key, "max_connections")) {
         if (!num(value, 1, 4096, &d) || d != floor(d))
             goto bad_range;

@@ -5,6 +5,7 @@
  * exact decimals by integer arithmetic, and only true rates go through
  * format_double(). */
 #include "agent/metrics.h"
+#include "agent/attrib.h"
 #include "agent/metrics_writer.h"
 
 #include <math.h>
@@ -674,6 +675,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
         render_latency(&w, c->cur->latency);
     }
     render_guard(&w, self ? self->guard : NULL);
+    agent_attrib_render(&w, self ? self->attrib : NULL);
     if (openmetrics)
         strbuf_append(out, "# EOF\n");
 }

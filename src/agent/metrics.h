@@ -15,6 +15,8 @@
 #include "sense/sample.h"
 #include "tune/guard.h"
 
+struct agent_attrib;
+
 enum agent_rapl_mode {
     AGENT_RAPL_EXACT,  /* energy counters as read */
     AGENT_RAPL_COARSE, /* rounded down to whole kilojoules: RAPL energy is a
@@ -24,14 +26,15 @@ enum agent_rapl_mode {
 
 /* The agent about itself. */
 struct agent_self {
-    double cpu_s;                     /* user + system CPU seconds since start */
-    uint64_t wakeups;                 /* voluntary + involuntary context switches */
-    uint64_t rss_bytes;               /* resident set */
-    double sample_s;                  /* how long the last sample took */
-    uint64_t samples;                 /* samples taken */
-    uint64_t scrapes;                 /* /metrics requests served */
-    double start_time_s;              /* realtime of the agent's start */
-    const struct guard_status *guard; /* the latency guard; NULL when none runs */
+    double cpu_s;                      /* user + system CPU seconds since start */
+    uint64_t wakeups;                  /* voluntary + involuntary context switches */
+    uint64_t rss_bytes;                /* resident set */
+    double sample_s;                   /* how long the last sample took */
+    uint64_t samples;                  /* samples taken */
+    uint64_t scrapes;                  /* /metrics requests served */
+    double start_time_s;               /* realtime of the agent's start */
+    const struct guard_status *guard;  /* the latency guard; NULL when none runs */
+    const struct agent_attrib *attrib; /* per-cgroup accounting; NULL when off */
 };
 
 /* Monotonic energy totals per (source, domain), corrected for hardware

@@ -8,6 +8,7 @@
 
 static const struct verb verbs[] = {
     {"report", verb_report, "where the power goes: power, C-states, frequency, wake-ups, devices"},
+    {"top", verb_top, "who keeps the CPUs awake and who uses the power, live (ncurses)"},
     {"snapshot", verb_snapshot, "record exactly the files watt reads into a tar, for --root"},
     {"fleet", verb_fleet, "simulate VM consolidation over a fleet: sim, compare"},
     {"agent", verb_agent, "export power, C-state and wake-up metrics to Prometheus"},

@@ -11,6 +11,7 @@
 #include "base/parse.h"
 #include "base/util.h"
 #include "cli/report_power.h"
+#include "cli/top_collect.h"
 #include "cli/verbs.h"
 #include "config.h"
 #include "sense/clock.h"
@@ -20,8 +21,8 @@
 static const struct report_section *const sections[] = {
     &report_section_host,      &report_section_power,       &report_section_cstates,
     &report_section_frequency, &report_section_utilisation, &report_section_interrupts,
-    &report_section_devices,   &report_section_latency,     &report_section_tsc,
-    &report_section_advice,
+    &report_section_wakeups,   &report_section_devices,     &report_section_latency,
+    &report_section_tsc,       &report_section_advice,
 };
 
 const char *report_unavailable(const struct report_ctx *c, enum sampler_id id)
@@ -336,6 +337,14 @@ int verb_report(int argc, char **argv)
     }
     struct sense *sense;
     sense_open(h, &sense);
+    /* who wakes the CPUs over the interval: the tracer starts first */
+    struct top_collector *top = NULL;
+    if (o.interval > 0) {
+        struct top_collector_opts to = {
+            .model = &model, .devpolicy = pol, .interval_s = o.interval, .external_samples = true,
+            .precise_tasks = true};
+        top_collector_open(h, &to, &top);
+    }
     struct sample *a = NULL, *b = NULL;
     sense_sample(sense, &a);
     if (o.interval > 0) {
@@ -368,6 +377,14 @@ int verb_report(int argc, char **argv)
     struct power_summary ps;
     report_power_build(&c, &model, &ps);
     c.power = &ps;
+    struct top_frame *frame = NULL;
+    if (top && b) {
+        top_collector_set_model(top, &model);
+        if (top_collector_frame_from(top, a, b, c.interval_s, &frame) == 0) {
+            top_frame_sort(frame, TOP_SORT_WAKEUPS);
+            c.top = frame;
+        }
+    }
 
     if (o.json) {
         struct json j;
@@ -383,6 +400,9 @@ int verb_report(int argc, char **argv)
         strbuf_free(&out);
     }
     power_summary_free(&ps);
+    if (frame)
+        top_frame_free(frame);
+    top_collector_close(top);
     diags_free(&diags);
     sample_free(a);
     sample_free(b);

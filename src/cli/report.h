@@ -11,6 +11,7 @@
 #include "sense/sampler.h"
 
 struct devpolicy;
+struct top_frame;
 
 #define REPORT_WIDTH 100
 
@@ -27,6 +28,9 @@ struct report_ctx {
     /* CONFDIR/devices.conf (sense/devpolicy.h); NULL when there is none:
      * built-in rules only. */
     const struct devpolicy *devpolicy;
+    /* watt top's frame over the interval (who woke the CPUs); NULL
+     * without an interval. */
+    const struct top_frame *top;
 };
 
 struct report_section {
@@ -43,6 +47,7 @@ extern const struct report_section report_section_cstates;
 extern const struct report_section report_section_frequency;
 extern const struct report_section report_section_utilisation;
 extern const struct report_section report_section_interrupts;
+extern const struct report_section report_section_wakeups;
 extern const struct report_section report_section_devices;
 extern const struct report_section report_section_latency;
 extern const struct report_section report_section_tsc;

@@ -76,10 +76,14 @@ struct top_frame {
     double busy_cpus;
     /* wake-ups */
     bool traced;
+    bool proc_wakeups_from_proc; /* traced, but the kernel lost events: process
+                                    wake-ups from /proc context switches */
     char *why_not_traced;        /* owned; NULL when traced */
     double total_wakeups_s;      /* all events per second */
     double total_idle_wakeups_s; /* idle exits per second; NaN: not traced */
-    uint64_t lost_events, dropped_events;
+    uint64_t lost_events;        /* dropped by the kernel, undelivered included */
+    uint64_t undelivered_events; /* counted by the kernel, never delivered (some VMs) */
+    uint64_t dropped_events;
     /* power */
     double node_w;
     bool measured;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -74,6 +75,7 @@ void host_close(struct host *h)
 {
     if (!h)
         return;
+    host_tracefs_unmount(h);
     for (int d = 0; d < _HOST_DIR_MAX; d++)
         if (h->fd[d] >= 0)
             close(h->fd[d]);
@@ -631,6 +633,59 @@ int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
     long fd = syscall(SYS_perf_event_open, (struct perf_event_attr *)attr, pid, cpu, group_fd,
                       PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
+}
+
+#define TRACEFS_MOUNT "/sys/kernel/tracing"
+
+/* 0 when sys/PATH is a directory; its -errno otherwise (-ENOTDIR). */
+static int dir_at(struct host *h, const char *path)
+{
+    struct stat st;
+    int r = stat_at(h, HOST_SYS, path, &st);
+    return r < 0 ? r : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* The kernel makes the mount point whenever it has tracing (since 4.1);
+ * systemd mounts tracefs at boot, a minimal VM or container may not. */
+static int mount_tracefs(struct host *h)
+{
+    if (mount("nodev", TRACEFS_MOUNT, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        return -errno;
+    h->tracefs_mounted = true;
+    int r = dir_at(h, "kernel/tracing/events");
+    if (r < 0)
+        host_tracefs_unmount(h);
+    return r;
+}
+
+int host_tracefs_events(struct host *h, char **ret_dir, bool *ret_mounted)
+{
+    static const char *const dirs[] = {"kernel/tracing/events", "kernel/debug/tracing/events"};
+    bool mounted = false;
+    int r = dir_at(h, dirs[0]), err = r;
+    /* our own mount before debugfs: a look into debugfs's "tracing" makes
+     * the kernel mount tracefs there, for good */
+    if (r < 0 && r != -EACCES && h->live) {
+        r = err = mount_tracefs(h);
+        mounted = r == 0;
+    }
+    size_t i = 0;
+    if (r < 0 && (r = dir_at(h, dirs[1])) == 0)
+        i = 1; /* before 4.1: tracing lives in debugfs */
+    if (r < 0)
+        return err == -ENOENT ? r : err; /* the mount's error says more */
+    *ret_dir = xstrdup(dirs[i]);
+    *ret_mounted = mounted;
+    return 0;
+}
+
+void host_tracefs_unmount(struct host *h)
+{
+    if (!h->tracefs_mounted)
+        return;
+    /* EBUSY: someone opened a file there meanwhile; it is theirs now */
+    (void)umount2(TRACEFS_MOUNT, UMOUNT_NOFOLLOW);
+    h->tracefs_mounted = false;
 }
 
 int host_netlink_open(struct host *h, int protocol)

@@ -42,6 +42,7 @@ struct host {
     size_t nfault;
     struct host_recorder *rec; /* optional, borrowed */
     uint64_t nreads;           /* statistics: files read */
+    bool tracefs_mounted;      /* host_tracefs_events() mounted it: unmount it again */
 };
 
 /* root NULL means $WATT_ROOT, else "/". */
@@ -124,6 +125,20 @@ int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags);
 /* perf_event_open(2). Only on a live root: a recorded tree has no PMU, so
  * this returns -ENOTSUP there. attr is a struct perf_event_attr. */
 int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd);
+
+/* tracefs (Documentation/trace/ftrace.rst): the event directories the
+ * perf tracepoint users read ids and formats from. *ret_dir is the events
+ * directory relative to HOST_SYS ("kernel/tracing/events", or before 4.1
+ * "kernel/debug/tracing/events" under debugfs), owned. On a live root
+ * without the first, tracefs is mounted at /sys/kernel/tracing (mount(2)
+ * "nodev", "tracefs"), *ret_mounted says so, and host_tracefs_unmount()
+ * takes it away again. -ENOENT on a recorded root without either; -EACCES
+ * when tracefs is there but not searchable (mode 0700: not root); the
+ * mount's -errno (-EPERM: not root) when it fails. */
+int host_tracefs_events(struct host *h, char **ret_dir, bool *ret_mounted);
+/* Unmount tracefs if host_tracefs_events() mounted it (and nobody holds a
+ * file open there: then it stays). */
+void host_tracefs_unmount(struct host *h);
 
 /* socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, PROTOCOL): a query of the
  * running kernel (NETLINK_SOCK_DIAG: the TCP sockets of one port, as

@@ -81,9 +81,12 @@ struct wake_window {
     uint64_t *cpu_idle_wakeups;  /* owned; per cpu[]: idle exits (cycles) */
     uint64_t total_events;       /* sum of events over entries */
     uint64_t total_idle_wakeups; /* sum of cpu_idle_wakeups */
-    uint64_t lost;    /* events the kernel dropped (PERF_RECORD_LOST): counts are low by this */
-    uint64_t dropped; /* events of sources that did not fit in the table
-                         (max_entries), counted in a WAKE_OTHER entry named "(table full)" */
+    uint64_t lost;        /* events the kernel dropped (PERF_RECORD_LOST): counts are low by this */
+    uint64_t undelivered; /* events the kernel counted but never delivered as
+                             samples nor as lost (seen on some VMs' kernels) */
+    char note[192];       /* the CPU that lost most, in words; "" when none */
+    uint64_t dropped;     /* events of sources that did not fit in the table
+                             (max_entries), counted in a WAKE_OTHER entry named "(table full)" */
 };
 
 void wake_window_clear(struct wake_window *w);
@@ -159,6 +162,11 @@ int wake_tracer_drain(struct wake_tracer *t);
  * timer and work callbacks resolved through /proc/kallsyms (one pass over
  * it per take that has new addresses; names are cached). */
 int wake_tracer_take(struct wake_tracer *t, struct wake_window *ret);
+/* What works less well than it could ("cannot read /proc/kallsyms: EACCES:
+ * timers that only wake a task are blamed on the timer"), or NULL. */
+const char *wake_tracer_note(const struct wake_tracer *t);
+/* Drain and discard: the next window starts now (no kallsyms pass). */
+void wake_tracer_reset(struct wake_tracer *t);
 /* Events read so far (for the benchmark and self-metrics). */
 uint64_t wake_tracer_events(const struct wake_tracer *t);
 void wake_tracer_close(struct wake_tracer *t);

@@ -1,0 +1,72 @@
+/* The agent's wake-ups and energy per cgroup (docs/agent-metrics.md,
+ * "Wake-ups and energy per cgroup").
+ *
+ * Every sample, watt top's collector (cli/top_collect.h) turns the two
+ * samples, a /proc scan and the wake-up window into a frame; this folds
+ * the frame's cgroups into monotonic counters.
+ *
+ * Cardinality is bounded: at most top_n cgroups get series of their own.
+ * A cgroup gets a slot when one is free and it ranks among the window's
+ * top by energy; it keeps it (so its counters stay monotonic) until it has
+ * shown no activity for AGENT_ATTRIB_EVICT_S seconds. Everything else is
+ * summed into cgroup="other". With the idle, kernel and unaccounted lines
+ * (watt_attributed_energy_joules_total), the cgroups' energy adds up to
+ * the node's over every interval. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "host/host.h"
+#include "model/model.h"
+#include "sense/sample.h"
+#include "sense/wakeups.h"
+
+#define AGENT_ATTRIB_EVICT_S 600.0
+
+enum agent_wakeups_mode {
+    AGENT_WAKEUPS_TRACE, /* tracepoints where they work, else /proc */
+    AGENT_WAKEUPS_PROC,  /* /proc only */
+    AGENT_WAKEUPS_OFF,   /* no per-cgroup accounting at all */
+};
+
+struct agent_cgroup_series {
+    char *path;      /* owned; "other" for the rest */
+    double energy_j; /* since the agent started (or the slot was given) */
+    double wakeups;  /* times its tasks were woken */
+    double power_w;  /* over the last interval */
+    double idle_s;   /* seconds since it last had activity */
+};
+
+struct agent_attrib {
+    struct top_collector *col;
+    unsigned top_n;
+    size_t n;
+    struct agent_cgroup_series *v; /* members, at most top_n */
+    struct agent_cgroup_series other;
+    double idle_j, kernel_j, unaccounted_j;
+    double kind_events[_WAKE_KIND_MAX]; /* wake-ups by kind since start */
+    size_t ncpu;
+    int *cpu;
+    double *cpu_idle_wakeups; /* per CPU, since start (traced only) */
+    bool traced;
+    bool have_power; /* a frame had node power to split */
+    uint64_t lost;
+    char *why_not_traced; /* owned */
+    uint64_t frames;
+};
+
+/* NULL *ret (and 0) for AGENT_WAKEUPS_OFF. */
+int agent_attrib_open(struct host *h, const struct power_model *m, enum agent_wakeups_mode mode,
+                      unsigned top_n, struct agent_attrib **ret);
+void agent_attrib_free(struct agent_attrib *a);
+size_t agent_attrib_fds(struct agent_attrib *a, const int **ret);
+void agent_attrib_drain(struct agent_attrib *a);
+/* Fold the window ending at sample b (a: the previous sample). */
+void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, const struct sample *b,
+                         double secs);
+/* The families (appended to the metrics of one snapshot). */
+struct mw;
+void agent_attrib_render(struct mw *w, const struct agent_attrib *a);

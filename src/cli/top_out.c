@@ -1,0 +1,488 @@
+/* watt top's presentation without a terminal: freeing and sorting a
+ * frame, and the --once outputs, text and JSON (schema: docs/top.md).
+ * The cells of the text tables come from top_view.c, as the TUI's do. */
+#include "cli/top_view.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "base/strbuf.h"
+#include "base/table.h"
+#include "base/util.h"
+
+void top_frame_free(struct top_frame *f)
+{
+    if (!f)
+        return;
+    free(f->hostname);
+    free(f->kernel);
+    free(f->why_not_traced);
+    for (size_t i = 0; i < f->nprocs; i++) {
+        free(f->procs[i].cmdline);
+        free(f->procs[i].cgroup);
+    }
+    free(f->procs);
+    for (size_t i = 0; i < f->ncgroups; i++)
+        free(f->cgroups[i].path);
+    free(f->cgroups);
+    free(f->sources);
+    for (size_t i = 0; i < f->ncpus_rows; i++)
+        free(f->cpus[i].st);
+    free(f->cpus);
+    for (size_t i = 0; i < f->ndevices; i++) {
+        struct top_device *d = &f->devices[i];
+        free(d->bus);
+        free(d->name);
+        free(d->driver);
+        free(d->product);
+        free(d->why);
+    }
+    free(f->devices);
+    for (size_t i = 0; i < f->nnotes; i++)
+        free(f->notes[i]);
+    free(f->notes);
+    free(f);
+}
+
+/* ---- sorting ------------------------------------------------------------ */
+
+typedef int (*cmp_fn)(const void *a, const void *b, enum top_sort s);
+
+/* A stable merge sort (qsort is not stable): rows with equal keys keep
+ * the collector's order, so a refresh does not shuffle them. */
+static void merge_sort(void *base, size_t n, size_t size, cmp_fn cmp, enum top_sort s)
+{
+    if (n < 2)
+        return;
+    char *a = base, *tmp = xmalloc(n * size);
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                /* <= 0 takes the left one on ties: stable */
+                const char *from =
+                    cmp(a + i * size, a + j * size, s) <= 0 ? a + i++ * size : a + j++ * size;
+                memcpy(tmp + k++ * size, from, size);
+            }
+            memcpy(tmp + k * size, a + i * size, (mid - i) * size);
+            k += mid - i;
+            memcpy(tmp + k * size, a + j * size, (hi - j) * size);
+        }
+        memcpy(a, tmp, n * size);
+    }
+    free(tmp);
+}
+
+/* Descending, NaN last. */
+static int cmp_desc(double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) - isnan(b);
+    return a > b ? -1 : a < b ? 1 : 0;
+}
+
+static double proc_key(const struct top_proc *p, enum top_sort s)
+{
+    switch (s) {
+    case TOP_SORT_POWER:
+        return p->power_w;
+    case TOP_SORT_CPU:
+        return p->cpu_pct;
+    case TOP_SORT_IDLE_WAKEUPS:
+        return p->idle_wakeups_s;
+    default:
+        return p->wakeups_s;
+    }
+}
+
+/* The key, then wake-ups (so an untraced idle sort is still useful), then pid. */
+static int cmp_proc(const void *a, const void *b, enum top_sort s)
+{
+    const struct top_proc *x = a, *y = b;
+    int r = cmp_desc(proc_key(x, s), proc_key(y, s));
+    if (!r)
+        r = cmp_desc(x->wakeups_s, y->wakeups_s);
+    if (!r)
+        r = (x->pid > y->pid) - (x->pid < y->pid);
+    return r;
+}
+
+static double cgroup_key(const struct top_cgroup *c, enum top_sort s)
+{
+    switch (s) {
+    case TOP_SORT_POWER:
+        return c->power_w;
+    case TOP_SORT_CPU:
+        return c->cpu_pct;
+    case TOP_SORT_IDLE_WAKEUPS:
+        return c->idle_wakeups_s;
+    default:
+        return c->wakeups_s;
+    }
+}
+
+static int cmp_cgroup(const void *a, const void *b, enum top_sort s)
+{
+    const struct top_cgroup *x = a, *y = b;
+    int r = cmp_desc(cgroup_key(x, s), cgroup_key(y, s));
+    if (!r)
+        r = cmp_desc(x->wakeups_s, y->wakeups_s);
+    if (!r)
+        r = strcmp(x->path ? x->path : "", y->path ? y->path : "");
+    return r;
+}
+
+/* Sources have no power or CPU time: those sorts order them by events. */
+static int cmp_source(const void *a, const void *b, enum top_sort s)
+{
+    const struct top_source *x = a, *y = b;
+    int r = s == TOP_SORT_IDLE_WAKEUPS ? cmp_desc(x->idle_wakeups_s, y->idle_wakeups_s) : 0;
+    if (!r)
+        r = cmp_desc(x->events_s, y->events_s);
+    if (!r)
+        r = ((int)x->kind > (int)y->kind) - ((int)x->kind < (int)y->kind);
+    if (!r)
+        r = (x->irq > y->irq) - (x->irq < y->irq);
+    if (!r)
+        r = strncmp(x->name, y->name, sizeof(x->name));
+    return r;
+}
+
+void top_frame_sort(struct top_frame *f, enum top_sort s)
+{
+    merge_sort(f->procs, f->nprocs, sizeof(*f->procs), cmp_proc, s);
+    merge_sort(f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup, s);
+    merge_sort(f->sources, f->nsources, sizeof(*f->sources), cmp_source, s);
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+/* A string (at most MAX bytes of it; 0: all) as valid UTF-8: the JSON
+ * writer escapes control characters but passes other bytes through. */
+static void json_kv_text(struct json *j, const char *key, const char *s, size_t max)
+{
+    if (!s) {
+        json_kv_null(j, key);
+        return;
+    }
+    char *buf = top_utf8_valid(s, max ? strnlen(s, max) : strlen(s));
+    json_kv_string(j, key, buf);
+    free(buf);
+}
+
+/* "" is "not known" in the fixed-size fields: null. */
+static void json_kv_field(struct json *j, const char *key, const char *s, size_t max)
+{
+    if (!s[0])
+        json_kv_null(j, key);
+    else
+        json_kv_text(j, key, s, max);
+}
+
+static void json_time(struct json *j, uint64_t real_ns)
+{
+    time_t t = (time_t)(real_ns / 1000000000u);
+    struct tm tm;
+    char buf[64];
+    if (!real_ns || !gmtime_r(&t, &tm)) {
+        json_kv_null(j, "time");
+        return;
+    }
+    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, sizeof(buf) - n, ".%03uZ", (unsigned)(real_ns / 1000000u % 1000u));
+    json_kv_string(j, "time", buf);
+}
+
+static void json_header(struct json *j, const struct top_frame *f)
+{
+    json_kv_u64(j, "watt_top", 1);
+    json_kv_double(j, "interval_s", f->interval_s);
+    json_time(j, f->real_ns);
+    json_key(j, "host");
+    json_object_begin(j);
+    json_kv_text(j, "hostname", f->hostname, 0);
+    json_kv_text(j, "kernel", f->kernel, 0);
+    json_kv_u64(j, "cpus", f->ncpus);
+    json_kv_double(j, "busy_cpus", f->busy_cpus);
+    json_object_end(j);
+    json_key(j, "wakeups");
+    json_object_begin(j);
+    json_kv_string(j, "source", f->traced ? "tracepoints" : "proc");
+    json_kv_text(j, "why_not_traced", f->traced ? NULL : f->why_not_traced, 0);
+    json_kv_double(j, "total_per_s", f->total_wakeups_s);
+    json_kv_double(j, "idle_per_s", f->traced ? f->total_idle_wakeups_s : NAN);
+    json_kv_u64(j, "lost_events", f->lost_events);
+    json_kv_u64(j, "undelivered_events", f->undelivered_events);
+    json_kv_string(j, "process_source",
+                   !f->traced || f->proc_wakeups_from_proc ? "proc" : "tracepoints");
+    json_kv_u64(j, "dropped_events", f->dropped_events);
+    json_object_end(j);
+    json_key(j, "power");
+    json_object_begin(j);
+    json_kv_double(j, "node_w", f->node_w);
+    json_kv_bool(j, "measured", f->measured);
+    json_kv_field(j, "source", f->power_source, sizeof(f->power_source));
+    json_kv_double(j, "idle_w", f->idle_w);
+    json_kv_double(j, "kernel_w", f->kernel_w);
+    json_kv_double(j, "unaccounted_w", f->unaccounted_w);
+    json_kv_double(j, "processes_w", f->procs_w);
+    json_kv_double(j, "error_pct", f->error_pct);
+    json_kv_field(j, "note", f->power_note, sizeof(f->power_note));
+    json_object_end(j);
+}
+
+static void json_proc(struct json *j, const struct top_proc *p)
+{
+    json_object_begin(j);
+    json_kv_i64(j, "pid", p->pid);
+    json_kv_text(j, "comm", p->comm, sizeof(p->comm));
+    json_kv_text(j, "cmdline", p->cmdline, 0);
+    json_kv_text(j, "cgroup", p->cgroup, 0);
+    json_kv_bool(j, "kthread", p->kthread);
+    json_kv_bool(j, "exited", p->exited);
+    json_kv_u64(j, "threads", p->threads);
+    json_kv_double(j, "cpu_pct", p->cpu_pct);
+    json_kv_double(j, "wakeups_per_s", p->wakeups_s);
+    json_kv_double(j, "idle_wakeups_per_s", p->idle_wakeups_s);
+    json_kv_double(j, "power_w", p->power_w);
+    json_kv_double(j, "energy_j", p->energy_j);
+    json_object_end(j);
+}
+
+static void json_cgroup(struct json *j, const struct top_cgroup *c)
+{
+    json_object_begin(j);
+    json_kv_text(j, "path", c->path, 0);
+    json_kv_u64(j, "processes", c->nprocs);
+    json_kv_double(j, "cpu_pct", c->cpu_pct);
+    json_kv_double(j, "wakeups_per_s", c->wakeups_s);
+    json_kv_double(j, "idle_wakeups_per_s", c->idle_wakeups_s);
+    json_kv_double(j, "power_w", c->power_w);
+    json_kv_double(j, "energy_j", c->energy_j);
+    json_object_end(j);
+}
+
+static void json_source(struct json *j, const struct top_source *s)
+{
+    json_object_begin(j);
+    json_kv_string(j, "kind", top_kind_name(s->kind));
+    if (s->kind == WAKE_IRQ && s->irq >= 0)
+        json_kv_i64(j, "irq", s->irq);
+    else
+        json_kv_null(j, "irq");
+    json_kv_text(j, "name", s->name, sizeof(s->name));
+    json_kv_double(j, "per_s", s->events_s);
+    json_kv_double(j, "idle_per_s", s->idle_wakeups_s);
+    json_object_end(j);
+}
+
+static void json_cpu(struct json *j, const struct top_cpu *c)
+{
+    json_object_begin(j);
+    json_kv_i64(j, "cpu", c->cpu);
+    json_kv_double(j, "busy_pct", c->busy_pct);
+    json_kv_double(j, "mhz", c->mhz);
+    json_kv_double(j, "idle_wakeups_per_s", c->idle_wakeups_s);
+    json_kv_double(j, "irqs_per_s", c->irqs_s);
+    json_key(j, "states");
+    json_array_begin(j);
+    for (size_t i = 0; i < c->nstates; i++) {
+        const struct top_cstate *s = &c->st[i];
+        json_object_begin(j);
+        json_kv_text(j, "name", s->name, sizeof(s->name));
+        json_kv_double(j, "residency_pct", s->residency_pct);
+        json_kv_double(j, "entries_per_s", s->entries_s);
+        json_kv_u64(j, "latency_us", s->latency_us);
+        json_kv_bool(j, "disabled", s->disabled);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_object_end(j);
+}
+
+static void json_device(struct json *j, const struct top_device *d)
+{
+    json_object_begin(j);
+    json_kv_text(j, "bus", d->bus, 0);
+    json_kv_text(j, "name", d->name, 0);
+    json_kv_text(j, "driver", d->driver, 0);
+    json_kv_text(j, "product", d->product, 0);
+    json_kv_field(j, "control", d->control, sizeof(d->control));
+    json_kv_field(j, "status", d->status, sizeof(d->status));
+    json_kv_double(j, "active_pct", d->active_pct);
+    json_kv_bool(j, "safe", d->safe);
+    json_kv_text(j, "why", d->why, 0);
+    json_object_end(j);
+}
+
+static size_t limited(size_t n, size_t limit)
+{
+    return limit && limit < n ? limit : n;
+}
+
+/* The three limited lists with their full counts. */
+static void json_lists(struct json *j, const struct top_frame *f, size_t limit)
+{
+    json_key(j, "processes");
+    json_array_begin(j);
+    for (size_t i = 0; i < limited(f->nprocs, limit); i++)
+        json_proc(j, &f->procs[i]);
+    json_array_end(j);
+    json_key(j, "cgroups");
+    json_array_begin(j);
+    for (size_t i = 0; i < limited(f->ncgroups, limit); i++)
+        json_cgroup(j, &f->cgroups[i]);
+    json_array_end(j);
+    json_key(j, "sources");
+    json_array_begin(j);
+    for (size_t i = 0; i < limited(f->nsources, limit); i++)
+        json_source(j, &f->sources[i]);
+    json_array_end(j);
+    json_key(j, "totals");
+    json_object_begin(j);
+    json_kv_u64(j, "processes", f->nprocs);
+    json_kv_u64(j, "cgroups", f->ncgroups);
+    json_kv_u64(j, "sources", f->nsources);
+    json_object_end(j);
+}
+
+void top_print_json(const struct top_frame *f, FILE *out, size_t limit)
+{
+    struct json j;
+    json_init(&j, true);
+    json_object_begin(&j);
+    json_header(&j, f);
+    json_lists(&j, f, limit);
+    json_key(&j, "cpus");
+    json_array_begin(&j);
+    for (size_t i = 0; i < f->ncpus_rows; i++)
+        json_cpu(&j, &f->cpus[i]);
+    json_array_end(&j);
+    json_key(&j, "devices");
+    json_array_begin(&j);
+    for (size_t i = 0; i < f->ndevices; i++)
+        json_device(&j, &f->devices[i]);
+    json_array_end(&j);
+    json_key(&j, "notes");
+    json_array_begin(&j);
+    for (size_t i = 0; i < f->nnotes; i++) {
+        char *n =
+            top_utf8_valid(f->notes[i] ? f->notes[i] : "", f->notes[i] ? strlen(f->notes[i]) : 0);
+        json_string(&j, n);
+        free(n);
+    }
+    json_array_end(&j);
+    json_object_end(&j);
+    strbuf_putc(&j.out, '\n');
+    fputs(strbuf_str(&j.out), out);
+    json_free(&j);
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+/* Widest flex cell in the text output: long command lines are cut. */
+#define TEXT_FLEX_COLS 80
+
+/* One view as a table.h table. Names wider than one byte per column only
+ * appear in the flex column, which is last and so not padded: byte-width
+ * alignment stays right. */
+static void text_view(struct strbuf *b, const struct top_frame *f, enum top_view v, size_t limit)
+{
+    struct top_col cols[TOP_MAX_COLS];
+    size_t ncols = top_view_cols(f, v, cols);
+    char head[TOP_MAX_COLS][48];
+    const char *h[TOP_MAX_COLS + 1] = {0};
+    for (size_t c = 0; c < ncols; c++) {
+        snprintf(head[c], sizeof(head[c]), "%s%.39s", cols[c].right ? ">" : "", cols[c].head);
+        h[c] = head[c];
+    }
+    struct table t;
+    /* table_init takes a NULL-terminated list: pass all 16 slots */
+    table_init(&t, h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
+               h[13], h[14], h[15], NULL);
+    char(*cells)[TOP_CELL] = xmalloc(TOP_MAX_COLS * TOP_CELL);
+    for (size_t r = 0; r < limited(top_view_nrows(f, v), limit); r++) {
+        top_view_row(f, v, r, true, TEXT_FLEX_COLS, cells);
+        const char *p[TOP_MAX_COLS];
+        for (size_t c = 0; c < TOP_MAX_COLS; c++)
+            p[c] = cells[c];
+        table_add(&t, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11],
+                  p[12], p[13], p[14], p[15]);
+    }
+    free(cells);
+    table_render(&t, b, 4096);
+    table_free(&t);
+}
+
+static void text_section(struct strbuf *b, const struct top_frame *f, enum top_view v, size_t limit,
+                         const char *what)
+{
+    size_t n = top_view_nrows(f, v);
+    strbuf_appendf(b, "\n%s", top_view_title(v));
+    if (limit && limit < n)
+        strbuf_appendf(b, " (top %zu of %zu %s)", limit, n, what);
+    else
+        strbuf_appendf(b, " (%zu %s)", n, what);
+    strbuf_append(b, ":\n");
+    if (!n)
+        strbuf_append(b, "  none\n");
+    else
+        text_view(b, f, v, limit);
+}
+
+static void text_title(struct strbuf *b, const struct top_frame *f)
+{
+    char host[256], kern[256], when[64] = "";
+    top_printable(host, sizeof(host), f->hostname ? f->hostname : "?",
+                  f->hostname ? strlen(f->hostname) : 1, 64, true);
+    top_printable(kern, sizeof(kern), f->kernel ? f->kernel : "?",
+                  f->kernel ? strlen(f->kernel) : 1, 64, true);
+    time_t t = (time_t)(f->real_ns / 1000000000u);
+    struct tm tm;
+    if (f->real_ns && gmtime_r(&t, &tm))
+        strftime(when, sizeof(when), "  %Y-%m-%dT%H:%M:%SZ", &tm);
+    strbuf_appendf(b, "watt top  %s  %s%s  window %.2f s\n", host, kern, when, f->interval_s);
+}
+
+void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
+{
+    struct strbuf b = {0};
+    char lines[TOP_HEADER][TOP_LINE];
+    text_title(&b, f);
+    top_header_lines(f, true, lines);
+    for (size_t i = 0; i < TOP_HEADER; i++)
+        strbuf_appendf(&b, "%s\n", lines[i]);
+    if (f->power_note[0]) {
+        char note[TOP_LINE];
+        top_printable(note, sizeof(note), f->power_note,
+                      strnlen(f->power_note, sizeof(f->power_note)), 200, true);
+        strbuf_appendf(&b, "%-10s%s\n", "", note);
+    }
+    text_section(&b, f, TOP_VIEW_PROCS, limit, "processes");
+    text_section(&b, f, TOP_VIEW_CGROUPS, limit, "cgroups");
+    text_section(&b, f, TOP_VIEW_SOURCES, limit, "sources");
+    text_section(&b, f, TOP_VIEW_CSTATES, 0, "states");
+    if (f->ncpus_rows) {
+        strbuf_appendf(&b, "\nC-states per CPU (%zu CPUs):\n", f->ncpus_rows);
+        text_view(&b, f, TOP_VIEW_CPUS, 0);
+    }
+    text_section(&b, f, TOP_VIEW_DEVICES, 0, "devices");
+    if (f->nnotes) {
+        strbuf_append(&b, "\nNotes:\n");
+        for (size_t i = 0; i < f->nnotes; i++) {
+            char note[TOP_CELL * 2];
+            const char *n = f->notes[i] ? f->notes[i] : "";
+            top_printable(note, sizeof(note), n, strlen(n), 400, true);
+            strbuf_appendf(&b, "  - %s\n", note);
+        }
+    }
+    fputs(strbuf_str(&b), out);
+    strbuf_free(&b);
+}
