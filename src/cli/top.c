@@ -41,6 +41,7 @@ struct top_collector {
     struct sample *prev;
     struct tasks_snapshot prev_tasks;
     struct tasks_opts topts;
+    struct diags open_diags; /* the first scan's problems, for the first frame */
     struct tid_slot *tidmap; /* TIDMAP_CAP slots, tid 0 = empty */
     size_t ntid;
 };
@@ -126,9 +127,7 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
         if (o->model_auto && clock_is_vm(c->prev->clock))
             model_builtin("vm-vcpu", &c->model);
     }
-    struct diags d = {0};
-    tasks_scan(h, &c->topts, NULL, &c->prev_tasks, &d);
-    diags_free(&d);
+    tasks_scan(h, &c->topts, NULL, &c->prev_tasks, &c->open_diags);
     if (c->tracer)
         wake_tracer_reset(c->tracer); /* the first window starts with the first sample */
     *ret = c;
@@ -143,6 +142,7 @@ void top_collector_close(struct top_collector *c)
     free(c->why_not_traced);
     sample_free(c->prev);
     tasks_snapshot_clear(&c->prev_tasks);
+    diags_free(&c->open_diags);
     if (c->sense)
         sense_close(c->sense);
     free(c->tidmap);
@@ -198,6 +198,11 @@ struct build {
 
 static void note(struct top_frame *f, char *text)
 {
+    for (size_t i = 0; i < f->nnotes; i++)
+        if (streq(f->notes[i], text)) { /* both scans of the first frame met it */
+            free(text);
+            return;
+        }
     f->notes = xrealloc(f->notes, (f->nnotes + 1) * sizeof(*f->notes));
     f->notes[f->nnotes++] = text;
 }
@@ -235,6 +240,19 @@ static int cmp_pid(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* qsort() and bsearch() want a non-NULL array even when it is empty. */
+static void sort_procs(struct top_frame *f)
+{
+    if (f->nprocs)
+        qsort(f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
+}
+
+static struct top_proc *find_proc(struct top_frame *f, int32_t pid)
+{
+    struct top_proc key = {.pid = pid};
+    return f->nprocs ? bsearch(&key, f->procs, f->nprocs, sizeof(*f->procs), cmp_pid) : NULL;
+}
+
 /* A lossy traced window: each process the scan saw in both snapshots
  * gets its voluntary context switches as its wake-ups (exited ones keep
  * what the trace saw). */
@@ -245,8 +263,7 @@ static void procs_from_ctxsw(struct build *B)
         const struct task_delta *d = &B->td[i];
         if (d->vol_ctxsw == VAL_NONE || d->is_new)
             continue;
-        struct top_proc key = {.pid = d->t->pid};
-        struct top_proc *p = bsearch(&key, f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
+        struct top_proc *p = find_proc(f, d->t->pid);
         if (p)
             p->wakeups_s = per_s(d->vol_ctxsw, B->secs);
     }
@@ -280,20 +297,22 @@ static void build_procs(struct build *B)
         p->kthread = d->t->kthread;
         p->threads = d->t->nthreads;
         p->cpu_pct = 100.0 * d->cpu_s / B->secs;
+        /* /proc: its switches are its wake-ups, unknown when unreadable */
+        if (from_proc && d->vol_ctxsw == VAL_NONE)
+            p->wakeups_s = NAN;
     }
     /* proc_row's linear search is fine for the tasks (added once, in
      * order); trace entries are matched by binary search below. */
-    qsort(f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
+    sort_procs(f);
     for (size_t i = 0; i < B->w.n; i++) {
         const struct wake_entry *e = &B->w.e[i];
-        if (e->kind != WAKE_TASK)
+        if (e->kind != WAKE_TASK || (e->events == 0 && e->idle_wakeups == 0))
             continue;
         int32_t pid = B->w.traced ? resolve_tid(B->c, &B->tasks, e->id) : e->id;
         bool gone = pid < 0;
         if (gone)
             pid = e->id;
-        struct top_proc key = {.pid = pid};
-        struct top_proc *p = bsearch(&key, f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
+        struct top_proc *p = find_proc(f, pid);
         if (!p) {
             p = proc_row(f, pid, &cap);
             const struct task_info *t = gone ? NULL : tasks_find(&B->tasks, pid);
@@ -307,10 +326,10 @@ static void build_procs(struct build *B)
             } else {
                 copy_comm(p->comm, sizeof(p->comm), e->name, strnlen(e->name, sizeof(e->name)));
             }
-            qsort(f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
-            p = bsearch(&key, f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
+            sort_procs(f);
+            p = find_proc(f, pid);
         }
-        p->wakeups_s += per_s(e->events, B->w.seconds);
+        p->wakeups_s = (isnan(p->wakeups_s) ? 0 : p->wakeups_s) + per_s(e->events, B->w.seconds);
         if (B->w.traced)
             p->idle_wakeups_s = (isnan(p->idle_wakeups_s) ? 0 : p->idle_wakeups_s) +
                                 per_s(e->idle_wakeups, B->w.seconds);
@@ -451,8 +470,9 @@ static void build_cgroups(struct top_frame *f)
         const struct top_proc *p = &f->procs[i];
         const char *path = p->cgroup ? p->cgroup : "(unknown)";
         struct top_cgroup key = {.path = (char *)path};
-        struct top_cgroup *g =
-            bsearch(&key, f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup_path);
+        struct top_cgroup *g = f->ncgroups ? bsearch(&key, f->cgroups, f->ncgroups,
+                                                     sizeof(*f->cgroups), cmp_cgroup_path)
+                                           : NULL;
         if (!g) {
             f->cgroups = xrealloc(f->cgroups, (f->ncgroups + 1) * sizeof(*f->cgroups));
             g = &f->cgroups[f->ncgroups++];
@@ -465,7 +485,7 @@ static void build_cgroups(struct top_frame *f)
         }
         g->nprocs++;
         g->cpu_pct += p->cpu_pct;
-        g->wakeups_s += p->wakeups_s;
+        g->wakeups_s += p->wakeups_s; /* one unknown member: the sum is unknown */
         if (!isnan(p->idle_wakeups_s))
             g->idle_wakeups_s += p->idle_wakeups_s;
         if (!isnan(p->power_w)) {
@@ -582,9 +602,10 @@ static void build_notes(struct build *B)
                           "\"(table full)\"",
                           B->w.dropped));
     if (B->tstats.exited)
-        note(f, xasprintf("%zu processes exited during the window: their CPU time is in "
+        note(f, xasprintf("%zu process%s exited during the window: %s CPU time is in "
                           "\"unaccounted\"",
-                          B->tstats.exited));
+                          B->tstats.exited, B->tstats.exited == 1 ? "" : "es",
+                          B->tstats.exited == 1 ? "its" : "their"));
     if (B->tasks.truncated)
         note(f, xasprintf("more processes than the scan bound: only %zu were read", B->tasks.n));
     const struct diags *lists[] = {&B->diags, &B->b->diags};
@@ -623,6 +644,8 @@ int top_collector_frame_from(struct top_collector *c, const struct sample *a,
 {
     struct build B = {.c = c, .f = xcalloc(1, sizeof(struct top_frame)), .a = a, .b = b};
     B.secs = secs > 0 ? secs : c->nominal_s > 0 ? c->nominal_s : 1;
+    B.diags = c->open_diags; /* the first frame reports the first scan's problems too */
+    c->open_diags = (struct diags){0};
     tasks_scan(c->h, &c->topts, &c->prev_tasks, &B.tasks, &B.diags);
     tasks_diff(&c->prev_tasks, &B.tasks, &B.td, &B.ntd, &B.tstats, &B.diags);
     if (a->irq && b->irq)

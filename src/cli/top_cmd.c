@@ -13,6 +13,7 @@
 #include "base/parse.h"
 #include "base/util.h"
 #include "cli/top_collect.h"
+#include "cli/top_view.h"
 #include "cli/verbs.h"
 #include "sense/devpolicy.h"
 #include "tune/profile.h"
@@ -41,7 +42,7 @@ static void top_usage(FILE *f)
           "  --json          with --once: one JSON document (docs/top.md)\n"
           "  --sort KEY      wakeups (default), power, cpu or idle (idle wake-ups)\n"
           "  --limit N       with --once: at most N processes, cgroups and sources (0: all)\n"
-          "  --view VIEW     the TUI's first view: procs, cgroups, sources, cpus, devices\n"
+          "  --view VIEW     the TUI's first view: processes, cgroups, sources, cstates, devices\n"
           "  --no-trace      do not use tracepoints: wake-ups from /proc only\n"
           "  --model M       the power model where no meter exists (as for watt report)\n"
           "  --config-dir D  where devices.conf is (default /etc/watt, or $WATT_CONFIG_DIR)\n"
@@ -73,13 +74,14 @@ static int parse_sort(const char *s, enum top_sort *ret)
 
 static int parse_view(const char *s, enum top_view *ret)
 {
-    static const char *const names[] = {"procs", "cgroups", "sources", "cpus", "devices"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-        if (streq(s, names[i])) {
+    /* the names the TUI's tabs show, and short forms */
+    static const char *const alias[] = {"procs", "cgroups", "sources", "cpus", "devices"};
+    for (int i = 0; i < _TOP_VIEW_MAX; i++)
+        if (streq(s, top_view_name((enum top_view)i)) || streq(s, alias[i])) {
             *ret = (enum top_view)i;
             return 0;
         }
-    return usage_error("--view wants procs, cgroups, sources, cpus or devices, not", s);
+    return usage_error("--view wants processes, cgroups, sources, cstates or devices, not", s);
 }
 
 static int parse_opts(int argc, char **argv, struct top_opts *o)

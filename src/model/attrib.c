@@ -276,6 +276,8 @@ double attrib_idle_floor(const struct power_model *m, unsigned cores, double bus
     double idle = model_estimate(m, cores, 0, ghz);
     if (!measured)
         return idle;
+    if (!isfinite(busy_cores)) /* no utilisation: the floor takes it all */
+        busy_cores = 0;
     double total = model_estimate(m, cores, busy_cores, ghz);
     if (!isfinite(node_w) || node_w < 0 || !isfinite(total))
         return NAN;

@@ -326,8 +326,14 @@ static char *read_cgroup(struct scan *sc, const char *name)
     _cleanup_free_ char *text = NULL;
     size_t len;
     snprintf(path, sizeof(path), "%s/cgroup", name);
-    if (host_read(sc->h, HOST_PROC, path, &text, &len) < 0)
+    int r = host_read(sc->h, HOST_PROC, path, &text, &len);
+    if (r == -ENOENT || r == -ESRCH)
         return NULL; /* gone meanwhile, or no cgroup support */
+    if (r < 0) {
+        _cleanup_free_ char *where = host_display_path(sc->h, HOST_PROC, path);
+        add_diag(sc->d, &sc->ndiags, where, -r, "cannot read the process's cgroup");
+        return NULL;
+    }
     char *cg = tasks_parse_cgroup(text, len);
     if (!cg && len > 0)
         garbage(sc, path, "no \"0::PATH\" line and no cpu or cpuacct controller line");
@@ -537,6 +543,13 @@ int tasks_diff(const struct tasks_snapshot *a, const struct tasks_snapshot *b,
     struct diff df = {.d = d};
     struct task_delta *v = b->n ? xcalloc(b->n, sizeof(*v)) : NULL;
     int32_t a_last = a->n ? a->t[a->n - 1].pid : 0, b_last = b->n ? b->t[b->n - 1].pid : 0;
+    /* The youngest process a read: one missing from a that started no
+     * later was alive then, only unreadable (EACCES, garbage): its whole
+     * lifetime is not this window's. */
+    uint64_t a_youngest = 0;
+    for (size_t k = 0; k < a->n; k++)
+        if (a->t[k].start_ticks > a_youngest)
+            a_youngest = a->t[k].start_ticks;
     size_t i = 0, matched = 0, unknown = 0;
     for (size_t k = 0; k < b->n; k++) {
         const struct task_info *y = &b->t[k];
@@ -548,8 +561,9 @@ int tasks_diff(const struct tasks_snapshot *a, const struct tasks_snapshot *b,
         if (x && x->start_ticks == y->start_ticks) {
             matched++;
             delta_same(&df, x, y, dl);
-        } else if (!x && a->truncated && y->pid > a_last) {
-            /* beyond where a stopped: not known to be new */
+        } else if (!x &&
+                   ((a->truncated && y->pid > a_last) || (a->n && y->start_ticks <= a_youngest))) {
+            /* beyond where a stopped, or unreadable in a: not known to be new */
             unknown++;
             dl->vol_ctxsw = VAL_NONE;
         } else {
@@ -572,8 +586,9 @@ int tasks_diff(const struct tasks_snapshot *a, const struct tasks_snapshot *b,
                   df.ndiags - TASKS_MAX_DIAGS);
     if (unknown && d)
         diags_add(d, "processes", 0,
-                  "the earlier scan stopped at %zu processes: %zu later ones have no difference",
-                  a->n, unknown);
+                  "%zu processes were not read in the earlier scan (it stopped at %zu "
+                  "processes, or they were unreadable): they have no difference",
+                  unknown, a->n);
     *ret = v;
     *ret_n = b->n;
     if (st)

@@ -5,15 +5,18 @@ tests/helpers/waker (a timerfd at N Hz; it counts its own wake-ups).
   (a) N = 10, 100, 1000: the waker's wakeups_per_s (sched_wakeup of its
       threads) is within 10 % of N;
   (b) side by side with powertop (--csv --time=T on the same waker, at the
-      same time): within 10 % of powertop at N = 10. At 100 and 1000 Hz both
-      numbers are printed, not compared: powertop's per-process figure is an
-      idle-exit blame heuristic (a wake-up counts only when it took a CPU out
-      of idle), which on this VM (haltpoll cpuidle) reads 36-51 for a true
-      100 Hz and ~200 for 1000 Hz, and 0 for a waker pinned with taskset;
+      same time): within 10 % of powertop at N = 10 when powertop is exact
+      (see test_powertop). At 100 and 1000 Hz both numbers are printed, not
+      compared: powertop's per-process figure is an idle-exit blame
+      heuristic (a wake-up counts only when it took a CPU out of idle) read
+      from fixed rings it drains only after --time ends; on this VM
+      (haltpoll cpuidle) it read 6-88 for a true 100 Hz and 90-890 for
+      1000 Hz, depending on other load and --time, and 0 for a waker
+      pinned with taskset;
   (c) every document: node_w = idle_w + kernel_w + unaccounted_w + the sum
       of processes[].power_w, and the same with cgroups[];
   (d) a fork storm (500, then 2000 short-lived processes a second) in the
-      window: exit 0, max RSS under 64 MiB, valid JSON, sum rule,
+      window: exit 0, max RSS under 64 MiB (192 under ASan), valid JSON, sum rule,
       unaccounted_w >= 0;
   (e) --no-trace: source "proc", and 100 Hz still within 10 % (voluntary
       context switches);
@@ -45,7 +48,7 @@ WAKER = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
 INTERVAL = 3  # seconds of each watt top window
 PT_TIME = 5  # seconds of each powertop/watt side-by-side window
 TOL = 0.10  # relative tolerance on a wake-up rate
-RSS_LIMIT_KB = 64 * 1024  # (d): watt's max RSS through a fork storm
+RSS_LIMIT_KB = 64 * 1024  # (d): watt's max RSS through a fork storm (x3 under ASan)
 NOBODY = 65534
 
 
@@ -197,11 +200,20 @@ def test_rates(tmp):
         row = proc_row(doc, pid)
         got = num(row.get("wakeups_per_s")) if row else math.nan
         idle = num(row.get("idle_wakeups_per_s")) if row else math.nan
-        print(f"# (a) {hz} Hz: watt top {got:.1f}/s, the waker's own count "
-              f"{own.get('wakeups_per_s')}/s, idle wake-ups {idle:.1f}/s, watt CPU "
+        wk = doc["wakeups"]
+        # per-process counts come from the trace unless it lost > 2 % of the
+        # window's events; then from /proc (docs/top.md), and a note says so
+        src = wk.get("process_source", "tracepoints")
+        print(f"# (a) {hz} Hz: watt top {got:.1f}/s (from {src}), the waker's own count "
+              f"{own.get('wakeups_per_s')}/s, idle wake-ups {idle:.1f}/s; lost "
+              f"{wk.get('lost_events')} (undelivered {wk.get('undelivered_events')}); watt CPU "
               f"{(r.ru.ru_utime + r.ru.ru_stime) / r.wall * 100:.2f} % over {r.wall:.1f} s")
         check(row is not None, f"(a) {hz} Hz: the waker (pid {pid}) is a row")
-        check(within(got, hz), f"(a) {hz} Hz: wakeups_per_s {got:.1f} within 10 % of {hz}")
+        check(within(got, hz), f"(a) {hz} Hz: wakeups_per_s {got:.1f} (from {src}) within "
+                               f"10 % of {hz}")
+        if src != "tracepoints":
+            check(any("lost" in n or "deliver" in n for n in doc.get("notes", [])),
+                  f"(a) {hz} Hz: a note says why per-process wake-ups are from {src}")
         check(doc["wakeups"]["source"] == "tracepoints", f"(a) {hz} Hz: source tracepoints")
         sum_rule(doc, f"(a) {hz} Hz")
 
@@ -259,61 +271,94 @@ def side_by_side(tmp, pt, hz):
     idle = num(row.get("idle_wakeups_per_s")) if row else math.nan
     ptw = powertop_wakeups(csv, w.tids)
     print(f"# (b) {hz} Hz: watt top {got:.1f}/s (idle exits {idle:.1f}/s), powertop "
-          f"{ptw}/s (exit {prc.rc}), waker's own {own.get('wakeups_per_s')}/s")
+          f"{ptw}/s (exit {prc.rc}), the waker's own count {own.get('wakeups_per_s')}/s")
     if ptw is None:
         check(False, f"(b) {hz} Hz: powertop wrote its software-consumers section "
                      f"(exit {prc.rc}, {prc.err.strip()[-200:]})")
     if doc:
         sum_rule(doc, f"(b) {hz} Hz")
-    return got, ptw
+    return got, ptw, num(own.get("wakeups_per_s"))
 
 
 def test_powertop(tmp):
     """(b): powertop and watt top at once over the same waker. Powertop
     blames a wake-up on a process only when it took a CPU out of idle, so
-    even at 10 Hz it reads low while other work keeps the CPUs busy (6-7
-    instead of 10 with a build running here): up to 3 tries at 10 Hz, each
-    printed, one must agree. Above 10 Hz figures only (see the docstring)."""
+    even at 10 Hz it is exact only on a quiet machine: with other work
+    keeping the CPUs busy it reads 0.4-2 for a true 10 (and then agrees with
+    watt's idle_wakeups_per_s instead). So at 10 Hz, up to 3 tries: the
+    first where powertop is exact (within 10 % of the waker's own count) is
+    the comparison; if none is, the machine is too busy for powertop and
+    watt is held to the waker's own count. Above 10 Hz figures only (see
+    the module's docstring)."""
     pt = shutil.which("powertop")
     if not pt:
         print("# (b) skipped: no powertop")
         return
-    agreed = None
-    for attempt in range(3):
-        got, ptw = side_by_side(tmp, pt, 10)
-        if ptw is not None and within(got, ptw):
-            agreed = (got, ptw)
+    tries = []
+    for _ in range(3):
+        got, ptw, own = side_by_side(tmp, pt, 10)
+        tries.append((got, ptw, own))
+        if ptw is not None and within(ptw, own):
+            check(within(got, ptw), f"(b) 10 Hz: watt top {got:.1f}/s within 10 % of powertop "
+                                    f"{ptw:.1f}/s (powertop exact on try {len(tries)})")
             break
-    check(agreed is not None, f"(b) 10 Hz: watt top within 10 % of powertop in one of "
-                              f"{attempt + 1} tries (last: {got:.1f}/s vs {ptw}/s)")
+    else:
+        got, ptw, own = tries[-1]
+        print(f"# (b) 10 Hz: powertop not exact in {len(tries)} tries (the CPUs were busy): "
+              f"{[t[1] for t in tries]}/s for a true ~10")
+        check(all(within(t[0], t[2]) for t in tries),
+              f"(b) 10 Hz: watt top within 10 % of the waker's own count in every try "
+              f"({[(round(t[0], 1), t[2]) for t in tries]})")
     for hz in (100, 1000):
         side_by_side(tmp, pt, hz)
 
 
+def small_quarantine_env():
+    """Under ASan freed memory waits in a quarantine (256 MiB by default) and
+    counts in the RSS: keep it small so the bound measures watt, not ASan.
+    Ignored by a build without ASan."""
+    opts = [o for o in os.environ.get("ASAN_OPTIONS", "").split(":") if o]
+    return dict(os.environ, ASAN_OPTIONS=":".join(opts + ["quarantine_size_mb=4"]))
+
+
+def has_asan(path):
+    """Whether the binary is built with AddressSanitizer (it links libasan)."""
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
 def test_fork_storm(tmp):
     """(d): 500 and 2000 forks a second through the window."""
-    base = watt_top(tmp, INTERVAL)
+    # ASan's redzones, shadow memory and size-class caches: ~3x here (74 MiB
+    # at 2000 forks/s against 17 MiB without it)
+    limit = RSS_LIMIT_KB * (3 if has_asan(WATT) else 1)
+    env = small_quarantine_env()
+    base = watt_top(tmp, INTERVAL, env=env)
     for rate in (500, 2000):
         storm = Waker("--fork-storm", str(rate), "--seconds", str(INTERVAL + 60), "--child-us",
                       "2000", "--name", "forkstorm")
         try:
             time.sleep(0.3)
-            r = watt_top(tmp, INTERVAL)
+            r = watt_top(tmp, INTERVAL, env=env)
         finally:
             own = storm.stop()
-        storm_check(r, base, own, storm.pid, f"(d) {rate} forks/s")
+        storm_check(r, base, own, storm.pid, f"(d) {rate} forks/s", limit)
 
 
-def storm_check(r, base, own, pid, what):
+def storm_check(r, base, own, pid, what, limit):
     doc = r.doc()
     rss, rss0 = r.ru.ru_maxrss, base.ru.ru_maxrss
-    print(f"# {what}: {own.get('forks')} forks in {own.get('elapsed_s')} s "
-          f"({own.get('fork_failures')} failed); watt max RSS {rss} KiB (without the storm "
+    print(f"# {what}: {own.get('forks')} forks in {own.get('elapsed_s'):.1f} s "
+          f"({own.get('fork_failures')} failed; the parent woke {own.get('wakeups_per_s')}/s "
+          f"by its own count); watt max RSS {rss} KiB (without the storm "
           f"{rss0} KiB), CPU {(r.ru.ru_utime + r.ru.ru_stime) * 1e3:.0f} ms "
           f"(without {(base.ru.ru_utime + base.ru.ru_stime) * 1e3:.0f} ms)")
     check(r.rc == 0 and doc is not None,
           f"{what}: exit 0, one JSON document (rc {r.rc}, {r.err.strip()[-300:]})")
-    check(rss <= RSS_LIMIT_KB, f"{what}: max RSS {rss} KiB <= {RSS_LIMIT_KB} KiB")
+    check(rss <= limit, f"{what}: max RSS {rss} KiB <= {limit} KiB")
     if doc is None:
         return
     procs = doc.get("processes", [])

@@ -59,7 +59,8 @@ struct worker {
     int64_t period_ns;
     int64_t spin_ns;
     uint64_t expirations; /* sum of the counts read(): timer periods */
-    uint64_t wakeups;     /* read()s that returned: times woken */
+    uint64_t wakeups;     /* read()s that returned: times woken (at most: a read that
+                             found an expiration pending did not sleep) */
     int err;              /* errno of a failed read, 0 if none */
 };
 

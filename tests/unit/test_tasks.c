@@ -556,7 +556,7 @@ static void test_diff(void **state)
     assert_float_equal(dl[4].cpu_s, 0, 0);
     assert_int_equal(st.born, 2);
     assert_int_equal(d.n, 1);
-    assert_non_null(strstr(d.v[0].what, "3 later ones"));
+    assert_non_null(strstr(d.v[0].what, "3 processes were not read"));
     free(dl);
     diags_free(&d);
     a = (struct tasks_snapshot){.mono_ns = 1000, .n = ARRAY_SIZE(at), .t = at};
