@@ -4,9 +4,9 @@ tests/helpers/waker (a timerfd at N Hz; it counts its own wake-ups).
 
   (a) N = 10, 100, 1000: the waker's wakeups_per_s (sched_wakeup of its
       threads) is within 10 % of N;
-  (b) side by side with powertop (--csv --time=T on the same waker, at the
-      same time): within 10 % of powertop at N = 10 when powertop is exact
-      (see test_powertop). At 100 and 1000 Hz both numbers are printed, not
+  (b) side by side with powertop (--csv --time=T on the same waker, pinned
+      to CPU 0, at the same time): within 10 % of powertop at N = 10 and 100
+      when powertop is exact (see test_powertop). At 1000 Hz both numbers are printed, not
       compared: powertop's per-process figure is an idle-exit blame
       heuristic (a wake-up counts only when it took a CPU out of idle) read
       from fixed rings it drains only after --time ends; on this VM
@@ -65,9 +65,10 @@ def live_root():
 class Waker:
     """One waker process; stop() returns its own counts (a dict)."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, cpu=None):
+        pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
         self.p = subprocess.Popen([WAKER, *args], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=pin)
         line = self.p.stdout.readline()
         if not line.startswith("pid="):
             self.p.kill()
@@ -253,7 +254,9 @@ def side_by_side(tmp, pt, hz):
     """One waker, powertop and watt top started together over PT_TIME s:
     (watt's doc or None, watt's wakeups/s and idle exits/s for the waker,
     powertop's, the waker's own count)."""
-    w = Waker("--hz", str(hz), "--seconds", str(PT_TIME + 60), "--name", f"waker{hz}")
+    # On CPU 0: this VM's kernel delivers almost no trace samples from CPU 1
+    # (docs/top.md), to powertop as to anyone; watt notices, powertop not.
+    w = Waker("--hz", str(hz), "--seconds", str(PT_TIME + 60), "--name", f"waker{hz}", cpu=0)
     csv = os.path.join(tmp, f"powertop-{hz}.csv")
     try:
         time.sleep(0.3)
@@ -294,23 +297,23 @@ def test_powertop(tmp):
     if not pt:
         print("# (b) skipped: no powertop")
         return
-    tries = []
-    for _ in range(3):
-        got, ptw, own = side_by_side(tmp, pt, 10)
-        tries.append((got, ptw, own))
-        if ptw is not None and within(ptw, own):
-            check(within(got, ptw), f"(b) 10 Hz: watt top {got:.1f}/s within 10 % of powertop "
-                                    f"{ptw:.1f}/s (powertop exact on try {len(tries)})")
-            break
-    else:
-        got, ptw, own = tries[-1]
-        print(f"# (b) 10 Hz: powertop not exact in {len(tries)} tries (the CPUs were busy): "
-              f"{[t[1] for t in tries]}/s for a true ~10")
-        check(all(within(t[0], t[2]) for t in tries),
-              f"(b) 10 Hz: watt top within 10 % of the waker's own count in every try "
-              f"({[(round(t[0], 1), t[2]) for t in tries]})")
-    for hz in (100, 1000):
-        side_by_side(tmp, pt, hz)
+    for hz in (10, 100):
+        tries = []
+        for _ in range(3):
+            got, ptw, own = side_by_side(tmp, pt, hz)
+            tries.append((got, ptw, own))
+            if ptw is not None and within(ptw, own):
+                check(within(got, ptw), f"(b) {hz} Hz: watt top {got:.1f}/s within 10 % of "
+                                        f"powertop {ptw:.1f}/s (powertop exact on try "
+                                        f"{len(tries)})")
+                break
+        else:
+            print(f"# (b) {hz} Hz: powertop not exact in {len(tries)} tries (the CPUs were "
+                  f"busy): {[t[1] for t in tries]}/s for a true ~{hz}")
+            check(all(within(t[0], t[2]) for t in tries),
+                  f"(b) {hz} Hz: watt top within 10 % of the waker's own count in every try "
+                  f"({[(round(t[0], 1), t[2]) for t in tries]})")
+    side_by_side(tmp, pt, 1000)
 
 
 def small_quarantine_env():
