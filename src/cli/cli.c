@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/verbs.h"
 #include "base/util.h"
+#include "cli/verbs.h"
 #include "host/host.h"
 #include "model/model.h"
 

@@ -340,9 +340,11 @@ int verb_report(int argc, char **argv)
     /* who wakes the CPUs over the interval: the tracer starts first */
     struct top_collector *top = NULL;
     if (o.interval > 0) {
-        struct top_collector_opts to = {
-            .model = &model, .devpolicy = pol, .interval_s = o.interval, .external_samples = true,
-            .precise_tasks = true};
+        struct top_collector_opts to = {.model = &model,
+                                        .devpolicy = pol,
+                                        .interval_s = o.interval,
+                                        .external_samples = true,
+                                        .precise_tasks = true};
         top_collector_open(h, &to, &top);
     }
     struct sample *a = NULL, *b = NULL;

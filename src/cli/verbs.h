@@ -27,5 +27,4 @@ int cli_open_host(const char *root, struct host **ret);
  * bare metal) with --pue X (NaN: the model's); errors are printed, naming
  * the verb. */
 struct power_model;
-int cli_load_model(const char *verb, const char *name, bool vm, double pue,
-                   struct power_model *m);
+int cli_load_model(const char *verb, const char *name, bool vm, double pue, struct power_model *m);
