@@ -51,6 +51,7 @@ struct agent {
     struct sample *prev;
     struct agent_energy *energy;
     struct agent_attrib *attrib; /* wake-ups and energy per cgroup; NULL: off */
+    bool is_vm;                  /* the first sample's /proc/cpuinfo said so */
     struct agent_self self;
     struct snapshot *snap;
     struct MHD_Daemon *mhd;
@@ -125,6 +126,8 @@ static char *steal(struct strbuf *b, size_t *ret_len)
     return s ? s : xstrdup("");
 }
 
+static int load_model(struct agent *a);
+
 /* Take a sample and replace the snapshot. A failed sample keeps the old
  * snapshot (and says so on stderr). */
 static void take_sample(struct agent *a)
@@ -134,6 +137,12 @@ static void take_sample(struct agent *a)
     if (sense_sample(a->sense, &b) < 0 || !b) {
         fprintf(stderr, "watt agent: sampling failed; keeping the last snapshot\n");
         return;
+    }
+    if (!a->prev && !a->is_vm && clock_is_vm(b->clock)) {
+        a->is_vm = true;
+        load_model(a); /* a configured model loaded before: cannot fail now */
+        if (a->attrib)
+            agent_attrib_set_model(a->attrib, &a->model);
     }
     struct diags diags = {0};
     struct report_ctx c = {
@@ -155,6 +164,7 @@ static void take_sample(struct agent *a)
     if (a->attrib && a->prev)
         agent_attrib_update(a->attrib, a->prev, b, c.interval_s);
     a->self.attrib = a->attrib;
+    c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
     a->self.samples++;
 
     struct snapshot *s = xcalloc(1, sizeof(*s));
@@ -281,11 +291,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return reply_snapshot(a, conn, a->snap->text, a->snap->text_len, CT_TEXT);
 }
 
+/* No model configured: vm-vcpu in a VM (its share of the host), as watt
+ * report and watt top choose; known from the first sample on. */
 static int load_model(struct agent *a)
 {
     model_default(&a->model);
-    if (!a->cfg.model)
+    if (!a->cfg.model) {
+        if (a->is_vm)
+            model_builtin("vm-vcpu", &a->model);
         return 0;
+    }
     if (!strchr(a->cfg.model, '/') && model_builtin(a->cfg.model, &a->model) == 0)
         return 0;
     _cleanup_free_ char *err = NULL;
@@ -482,6 +497,8 @@ static void reload_config(struct agent *a)
     agent_config_free(&c);
     if (load_model(a) < 0)
         model_default(&a->model);
+    if (a->attrib)
+        agent_attrib_set_model(a->attrib, &a->model);
     arm_timer(a);
     arm_guard_timer(a);
     fprintf(stderr, "watt agent: config reloaded from %s\n", a->config_path);

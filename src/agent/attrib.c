@@ -38,6 +38,8 @@ void agent_attrib_free(struct agent_attrib *a)
     if (!a)
         return;
     top_collector_close(a->col);
+    if (a->last)
+        top_frame_free(a->last);
     for (size_t i = 0; i < a->n; i++)
         free(a->v[i].path);
     free(a->v);
@@ -167,7 +169,20 @@ void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, cons
         a->kind_events[f->sources[i].kind] += nz(f->sources[i].events_s) * f->interval_s;
     fold_cgroups(a, f);
     fold_cpus(a, f);
-    top_frame_free(f);
+    top_frame_sort(f, TOP_SORT_WAKEUPS);
+    if (a->last)
+        top_frame_free(a->last);
+    a->last = f;
+}
+
+void agent_attrib_set_model(struct agent_attrib *a, const struct power_model *m)
+{
+    top_collector_set_model(a->col, m);
+}
+
+const struct top_frame *agent_attrib_frame(const struct agent_attrib *a)
+{
+    return a->last;
 }
 
 static const struct fam f_cg_energy =

@@ -24,6 +24,8 @@
 #include "sense/sample.h"
 #include "sense/wakeups.h"
 
+struct top_frame;
+
 #define AGENT_ATTRIB_EVICT_S 600.0
 
 enum agent_wakeups_mode {
@@ -56,6 +58,7 @@ struct agent_attrib {
     uint64_t lost;
     char *why_not_traced; /* owned */
     uint64_t frames;
+    struct top_frame *last; /* the last window, sorted by wake-ups (for /status) */
 };
 
 /* NULL *ret (and 0) for AGENT_WAKEUPS_OFF. */
@@ -67,6 +70,10 @@ void agent_attrib_drain(struct agent_attrib *a);
 /* Fold the window ending at sample b (a: the previous sample). */
 void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, const struct sample *b,
                          double secs);
+/* The power model changed (the first sample showed a VM; SIGHUP). */
+void agent_attrib_set_model(struct agent_attrib *a, const struct power_model *m);
+/* The last window's frame, or NULL before the second sample. */
+const struct top_frame *agent_attrib_frame(const struct agent_attrib *a);
 /* The families (appended to the metrics of one snapshot). */
 struct mw;
 void agent_attrib_render(struct mw *w, const struct agent_attrib *a);

@@ -27,6 +27,9 @@ static void test_defaults(void **state)
     assert_null(c.config_dir);
     assert_null(c.journal);
     assert_true(c.restore_on_exit);
+    /* wake-ups and energy per cgroup: traced, ten cgroups plus other */
+    assert_int_equal(c.wakeups, AGENT_WAKEUPS_TRACE);
+    assert_int_equal(c.cgroups, 10);
     agent_config_free(&c);
 }
 
@@ -38,7 +41,8 @@ static void test_parse_good(void **state)
     agent_config_default(&c);
     assert_int_equal(agent_config_parse("[agent]\nlisten = 0.0.0.0:9999\ninterval = 0.5\n"
                                         "rapl_energy = coarse\npue = 1.2\nroot = /tmp/r\n"
-                                        "max_connections = 8\ntimeout = 3\n",
+                                        "max_connections = 8\ntimeout = 3\n"
+                                        "wakeups = proc\ncgroups = 0\n",
                                         "a.ini", &c, &err),
                      0);
     assert_string_equal(c.listen_host, "0.0.0.0");
@@ -49,6 +53,8 @@ static void test_parse_good(void **state)
     assert_string_equal(c.root, "/tmp/r");
     assert_int_equal(c.max_connections, 8);
     assert_int_equal(c.timeout_s, 3);
+    assert_int_equal(c.wakeups, AGENT_WAKEUPS_PROC);
+    assert_int_equal(c.cgroups, 0);
     agent_config_free(&c);
 }
 
@@ -73,6 +79,9 @@ static void test_parse_bad(void **state)
         {"[agent]\nprofile = Web Server\n", 2},
         {"[agent]\nprofile = ../../etc/passwd\n", 2},
         {"[agent]\nrestore_on_exit = maybe\n", 2},
+        {"[agent]\nwakeups = ebpf\n", 2},
+        {"[agent]\n\ncgroups = 1001\n", 3},
+        {"[agent]\ncgroups = 2.5\n", 2},
         {"[agent]\njournal = var/../../etc/journal\n", 2},
         {"[agent]\njournal = ..\n", 2},
     };
