@@ -73,11 +73,23 @@ static double nz(double v)
     return isfinite(v) ? v : 0;
 }
 
+/* Wake-up rates are over the tracer's window, which may differ from the
+ * samples' interval (the first window starts at open): counts back from
+ * rates use it. */
+static double wake_s(const struct top_frame *f)
+{
+    return f->wake_window_s > 0 ? f->wake_window_s : f->interval_s;
+}
+
+/* By energy, then (no power to split) by wake-ups. */
 static int by_energy_desc(const void *x, const void *y)
 {
     const struct top_cgroup *p = *(const struct top_cgroup *const *)x;
     const struct top_cgroup *q = *(const struct top_cgroup *const *)y;
     double a = nz(p->energy_j), b = nz(q->energy_j);
+    if (a != b)
+        return a < b ? 1 : -1;
+    a = nz(p->wakeups_s), b = nz(q->wakeups_s);
     if (a != b)
         return a < b ? 1 : -1;
     return strcmp(p->path, q->path);
@@ -110,7 +122,8 @@ static void fold_cgroups(struct agent_attrib *a, const struct top_frame *f)
     for (size_t i = 0; i < f->ncgroups; i++) {
         const struct top_cgroup *g = rank[i];
         struct agent_cgroup_series *s = member(a, g->path);
-        if (!s && a->n < a->top_n && nz(g->energy_j) > 0) {
+        bool active = nz(g->energy_j) > 0 || (!isfinite(f->idle_w) && nz(g->wakeups_s) > 0);
+        if (!s && a->n < a->top_n && active) {
             a->v = xrealloc(a->v, (a->n + 1) * sizeof(*a->v));
             s = &a->v[a->n++];
             *s = (struct agent_cgroup_series){.path = xstrdup(g->path)};
@@ -118,7 +131,7 @@ static void fold_cgroups(struct agent_attrib *a, const struct top_frame *f)
         if (!s)
             s = &a->other;
         s->energy_j += nz(g->energy_j);
-        s->wakeups += nz(g->wakeups_s) * f->interval_s;
+        s->wakeups += nz(g->wakeups_s) * wake_s(f);
         s->power_w += nz(g->power_w);
         s->idle_s = 0;
     }
@@ -142,7 +155,7 @@ static void fold_cpus(struct agent_attrib *a, const struct top_frame *f)
             a->cpu_idle_wakeups[k] = 0;
             a->ncpu++;
         }
-        a->cpu_idle_wakeups[k] += c->idle_wakeups_s * f->interval_s;
+        a->cpu_idle_wakeups[k] += c->idle_wakeups_s * wake_s(f);
     }
 }
 
@@ -164,9 +177,9 @@ void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, cons
         a->unaccounted_j += nz(f->unaccounted_w) * f->interval_s;
     }
     for (size_t i = 0; i < f->nprocs; i++)
-        a->kind_events[WAKE_TASK] += nz(f->procs[i].wakeups_s) * f->interval_s;
+        a->kind_events[WAKE_TASK] += nz(f->procs[i].wakeups_s) * wake_s(f);
     for (size_t i = 0; i < f->nsources; i++)
-        a->kind_events[f->sources[i].kind] += nz(f->sources[i].events_s) * f->interval_s;
+        a->kind_events[f->sources[i].kind] += nz(f->sources[i].events_s) * wake_s(f);
     fold_cgroups(a, f);
     fold_cpus(a, f);
     top_frame_sort(f, TOP_SORT_WAKEUPS);

@@ -22,8 +22,8 @@
 #include "sense/procstat.h"
 #include "sense/tasks.h"
 
-/* tid -> tgid, kept across frames: resolving a thread costs an open of
- * /proc/TID/status, and a busy thread wakes every frame. Reset when full. */
+/* tid -> tgid within a frame: a thread woken by several events is resolved
+ * (an open of /proc/TID/status) once. Reset every frame and when full. */
 #define TIDMAP_CAP 8192
 
 struct tid_slot {
@@ -212,12 +212,9 @@ static double per_s(uint64_t n, double secs)
     return secs > 0 ? (double)n / secs : NAN;
 }
 
-/* Index of pid in f->procs, adding a row when absent. */
+/* A new row for pid at the end of f->procs. */
 static struct top_proc *proc_row(struct top_frame *f, int32_t pid, size_t *cap)
 {
-    for (size_t i = 0; i < f->nprocs; i++) /* callers add tasks first, in pid order */
-        if (f->procs[i].pid == pid)
-            return &f->procs[i];
     if (f->nprocs == *cap) {
         *cap = *cap ? *cap * 2 : 64;
         f->procs = xrealloc(f->procs, *cap * sizeof(*f->procs));
@@ -247,10 +244,41 @@ static void sort_procs(struct top_frame *f)
         qsort(f->procs, f->nprocs, sizeof(*f->procs), cmp_pid);
 }
 
-static struct top_proc *find_proc(struct top_frame *f, int32_t pid)
+/* pid among the first n rows (sorted by pid). */
+static struct top_proc *find_proc_in(struct top_frame *f, size_t n, int32_t pid)
 {
     struct top_proc key = {.pid = pid};
-    return f->nprocs ? bsearch(&key, f->procs, f->nprocs, sizeof(*f->procs), cmp_pid) : NULL;
+    return n ? bsearch(&key, f->procs, n, sizeof(*f->procs), cmp_pid) : NULL;
+}
+
+static struct top_proc *find_proc(struct top_frame *f, int32_t pid)
+{
+    return find_proc_in(f, f->nprocs, pid);
+}
+
+static double add_rate(double a, double b)
+{
+    return (isnan(a) ? 0 : a) + (isnan(b) ? 0 : b);
+}
+
+/* Rows added from the trace (several threads of one new process each got
+ * a row): sort them in, folding rows of the same pid into one. */
+static void merge_procs(struct top_frame *f)
+{
+    sort_procs(f);
+    size_t k = 0;
+    for (size_t i = 0; i < f->nprocs; i++) {
+        if (k && f->procs[k - 1].pid == f->procs[i].pid) {
+            struct top_proc *into = &f->procs[k - 1], *dup = &f->procs[i];
+            into->wakeups_s = add_rate(into->wakeups_s, dup->wakeups_s);
+            into->idle_wakeups_s = add_rate(into->idle_wakeups_s, dup->idle_wakeups_s);
+            free(dup->cmdline);
+            free(dup->cgroup);
+            continue;
+        }
+        f->procs[k++] = f->procs[i];
+    }
+    f->nprocs = k;
 }
 
 /* A lossy traced window: each process the scan saw in both snapshots
@@ -301,9 +329,9 @@ static void build_procs(struct build *B)
         if (from_proc && d->vol_ctxsw == VAL_NONE)
             p->wakeups_s = NAN;
     }
-    /* proc_row's linear search is fine for the tasks (added once, in
-     * order); trace entries are matched by binary search below. */
-    sort_procs(f);
+    /* the scan's rows are in pid order; trace entries of other processes
+     * are appended, then merged in once */
+    size_t nsorted = f->nprocs;
     for (size_t i = 0; i < B->w.n; i++) {
         const struct wake_entry *e = &B->w.e[i];
         if (e->kind != WAKE_TASK || (e->events == 0 && e->idle_wakeups == 0))
@@ -312,11 +340,11 @@ static void build_procs(struct build *B)
         bool gone = pid < 0;
         if (gone)
             pid = e->id;
-        struct top_proc *p = find_proc(f, pid);
+        struct top_proc *p = find_proc_in(f, nsorted, pid);
         if (!p) {
             p = proc_row(f, pid, &cap);
             const struct task_info *t = gone ? NULL : tasks_find(&B->tasks, pid);
-            p->exited = t == NULL;
+            p->exited = gone; /* else born after the scan, or idle in it */
             if (t) {
                 copy_comm(p->comm, sizeof(p->comm), t->comm, strlen(t->comm));
                 p->cmdline = t->cmdline ? xstrdup(t->cmdline) : NULL;
@@ -326,14 +354,13 @@ static void build_procs(struct build *B)
             } else {
                 copy_comm(p->comm, sizeof(p->comm), e->name, strnlen(e->name, sizeof(e->name)));
             }
-            sort_procs(f);
-            p = find_proc(f, pid);
         }
         p->wakeups_s = (isnan(p->wakeups_s) ? 0 : p->wakeups_s) + per_s(e->events, B->w.seconds);
         if (B->w.traced)
             p->idle_wakeups_s = (isnan(p->idle_wakeups_s) ? 0 : p->idle_wakeups_s) +
                                 per_s(e->idle_wakeups, B->w.seconds);
     }
+    merge_procs(f);
     if (B->w.traced)
         for (size_t i = 0; i < f->nprocs; i++)
             if (isnan(f->procs[i].idle_wakeups_s))
@@ -632,6 +659,7 @@ static void frame_header(struct build *B)
         B->a->procstat && B->b->procstat ? procstat_busy_cpus(B->a->procstat, B->b->procstat) : NAN;
     f->traced = B->w.traced;
     f->why_not_traced = B->c->why_not_traced ? xstrdup(B->c->why_not_traced) : NULL;
+    f->wake_window_s = B->w.seconds;
     f->total_wakeups_s = per_s(B->w.total_events, B->w.seconds);
     f->total_idle_wakeups_s = B->w.traced ? per_s(B->w.total_idle_wakeups, B->w.seconds) : NAN;
     f->lost_events = B->w.lost + B->w.undelivered;
@@ -645,6 +673,10 @@ int top_collector_frame_from(struct top_collector *c, const struct sample *a,
     struct build B = {.c = c, .f = xcalloc(1, sizeof(struct top_frame)), .a = a, .b = b};
     B.secs = secs > 0 ? secs : c->nominal_s > 0 ? c->nominal_s : 1;
     B.diags = c->open_diags; /* the first frame reports the first scan's problems too */
+    /* tid -> tgid holds for one frame only: a tid reused later must not be
+     * credited to a process that still lives */
+    memset(c->tidmap, 0, TIDMAP_CAP * sizeof(*c->tidmap));
+    c->ntid = 0;
     c->open_diags = (struct diags){0};
     tasks_scan(c->h, &c->topts, &c->prev_tasks, &B.tasks, &B.diags);
     tasks_diff(&c->prev_tasks, &B.tasks, &B.td, &B.ntd, &B.tstats, &B.diags);

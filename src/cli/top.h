@@ -79,6 +79,8 @@ struct top_frame {
     bool proc_wakeups_from_proc; /* traced, but the kernel lost events: process
                                     wake-ups from /proc context switches */
     char *why_not_traced;        /* owned; NULL when traced */
+    double wake_window_s;        /* the wake-up window the rates are over (the
+                                    tracer's; interval_s for /proc) */
     double total_wakeups_s;      /* all events per second */
     double total_idle_wakeups_s; /* idle exits per second; NaN: not traced */
     uint64_t lost_events;        /* dropped by the kernel, undelivered included */

@@ -15,6 +15,7 @@
 #include "cli/top_collect.h"
 #include "cli/top_view.h"
 #include "cli/verbs.h"
+#include "config.h"
 #include "sense/devpolicy.h"
 #include "tune/profile.h"
 
@@ -220,6 +221,27 @@ static int run_once(struct top_collector *c, const struct top_opts *o, bool live
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+#ifdef WATT_HAVE_CURSES
+#define NO_CURSES_NOTE ""
+#else
+#define NO_CURSES_NOTE " (watt was built without ncurses)"
+#endif
+
+/* What the TUI's failure means to the user. */
+static int tui_error(int r)
+{
+    if (r >= 0)
+        return 0;
+    if (r == -ENOTTY)
+        fputs("watt top: the TUI needs a terminal; use --once (with --json for scripts)\n", stderr);
+    else if (r == -ENOTSUP)
+        fprintf(stderr, "watt top: this terminal (TERM=%s) cannot be drawn on%s; use --once\n",
+                getenv("TERM") ? getenv("TERM") : "unset", NO_CURSES_NOTE);
+    else
+        fprintf(stderr, "watt top: the terminal went away: %s\n", strerror(-r));
+    return 1;
+}
+
 int verb_top(int argc, char **argv)
 {
     struct top_opts o;
@@ -256,7 +278,7 @@ int verb_top(int argc, char **argv)
             r = run_once(c, &o, h->live);
         } else {
             struct top_tui_opts to = {.interval_s = o.interval, .sort = o.sort, .view = o.view};
-            r = top_tui_run(c, &to) < 0 ? 1 : 0;
+            r = tui_error(top_tui_run(c, &to));
         }
         top_collector_close(c);
     }

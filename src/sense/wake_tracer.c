@@ -46,12 +46,14 @@ static const char *const task_timer_names[] = {
 struct ring {
     int cpu;
     int fd; /* the event that owns the mmap */
-    /* The check that the kernel delivered what it counted: per slot, the
-     * event's fd (its read() is the count of events that happened, sampled
-     * or not), the count at the last take, and the samples read since. */
+    /* The check that the kernel delivered what it counted (see
+     * check_delivery()): each slot's event fd, whose read() counts every
+     * event that happened, sampled or not. */
     int slot_fd[WAKE_NSLOTS];
-    uint64_t counted[WAKE_NSLOTS];
-    uint64_t samples[WAKE_NSLOTS];
+    uint64_t counted;      /* events the kernel counted, all slots, since open */
+    uint64_t samples;      /* samples read since open */
+    uint64_t lost_records; /* events PERF_RECORD_LOST reported since open */
+    int64_t reported;      /* the shortfall already put in a window */
     struct perf_event_mmap_page *meta;
     unsigned char *data;
     uint64_t size, mask; /* data area, a power of 2 */
@@ -295,8 +297,9 @@ static int enable_all(struct wake_tracer *t, char **ret_why)
 {
     for (size_t i = 0; i < t->nfd; i++)
         if (ioctl(t->fd[i], PERF_EVENT_IOC_ENABLE, 0) < 0) {
-            set_why(ret_why, "perf ioctl ENABLE: %s", errno_name(errno));
-            return -errno;
+            int e = errno; /* set_why() may change errno */
+            set_why(ret_why, "perf ioctl ENABLE: %s", errno_name(e));
+            return -e;
         }
     return 0;
 }
@@ -412,10 +415,7 @@ static void handle_sample(struct wake_tracer *t, struct ring *rg, const unsigned
         return;
     }
     t->events++;
-    /* idle entry and exit share the cpu_idle slot */
-    unsigned slot = ev.type == WEV_IDLE_EXIT ? (unsigned)WEV_IDLE_ENTER : (unsigned)ev.type;
-    if (slot < WAKE_NSLOTS)
-        rg->samples[slot]++;
+    rg->samples++;
     wake_acct_feed(t->acct, &ev);
 }
 
@@ -431,6 +431,7 @@ static void handle_record(struct wake_tracer *t, struct ring *rg, const unsigned
         if (len >= sizeof(struct perf_event_header) + 2 * sizeof(uint64_t)) {
             memcpy(&lost, rec + sizeof(struct perf_event_header) + sizeof(uint64_t), sizeof(lost));
             wake_acct_lost(t->acct, cpu, lost);
+            rg->lost_records += lost; /* counted too: not "undelivered" */
         }
     }
     /* THROTTLE and the like carry nothing we count */
@@ -509,64 +510,77 @@ static void resolve_names(struct wake_tracer *t, struct wake_window *w, uint64_t
     }
 }
 
-static void check_delivery(struct wake_tracer *t, struct wake_window *w, bool reset);
-
-void wake_tracer_reset(struct wake_tracer *t)
+/* Events the kernel counted but never delivered as samples, nor reported
+ * lost (PERF_RECORD_LOST): some virtual machines' kernels drop a CPU's
+ * samples while counting them. Per ring, cumulatively since open: counted
+ * (read(2) of each event's fd counts every event, sampled or not) minus
+ * samples read minus events reported lost. The counts are read before
+ * the rings are drained, so an event in flight at the read shows as a
+ * surplus sample, never as a loss; what the window adds to the shortfall
+ * already reported goes into it, the worst CPU named. */
+static void read_counts(struct wake_tracer *t)
 {
-    wake_tracer_drain(t);
-    struct wake_window w;
-    wake_acct_take(t->acct, now_monotonic_ns(), &w);
-    check_delivery(t, NULL, true);
-    wake_window_clear(&w);
+    for (size_t i = 0; i < t->nring; i++) {
+        struct ring *r = &t->ring[i];
+        uint64_t total = 0;
+        for (unsigned slot = 0; slot < WAKE_NSLOTS; slot++) {
+            uint64_t c;
+            if (r->slot_fd[slot] >= 0 && read(r->slot_fd[slot], &c, sizeof(c)) == sizeof(c))
+                total += c;
+        }
+        if (total > r->counted)
+            r->counted = total;
+    }
 }
 
-/* Events the kernel counted but never delivered as samples (no
- * PERF_RECORD_LOST either): some virtual machines' kernels drop the
- * samples of a CPU while counting them. Compares each event's count
- * (read(2) of its fd) with the samples read since the last take; the
- * per-CPU shortfall goes into the window, worst CPU named. A few events
- * of slack: a sample still in flight at the read is not a loss. */
-static void check_delivery(struct wake_tracer *t, struct wake_window *w, bool reset)
+static int64_t shortfall(const struct ring *r)
 {
-    uint64_t worst = 0, worst_counted = 0;
+    return (int64_t)(r->counted - r->samples - r->lost_records);
+}
+
+static void check_delivery(struct wake_tracer *t, struct wake_window *w)
+{
+    uint64_t worst = 0;
     int worst_cpu = -1;
     for (size_t i = 0; i < t->nring; i++) {
         struct ring *r = &t->ring[i];
-        uint64_t counted = 0, short_by = 0;
-        for (unsigned slot = 0; slot < WAKE_NSLOTS; slot++) {
-            uint64_t c;
-            if (r->slot_fd[slot] < 0 || read(r->slot_fd[slot], &c, sizeof(c)) != sizeof(c))
-                continue;
-            uint64_t d = c - r->counted[slot];
-            if (!reset && d > r->samples[slot] + 2) {
-                short_by += d - r->samples[slot];
-                counted += d;
-            }
-            r->counted[slot] = c;
-            r->samples[slot] = 0;
-        }
-        if (w)
-            w->undelivered += short_by;
-        if (short_by > worst) {
-            worst = short_by;
-            worst_counted = counted;
+        int64_t now = shortfall(r);
+        if (now <= r->reported)
+            continue; /* in-flight samples arrived: nothing new is missing */
+        uint64_t add = (uint64_t)(now - r->reported);
+        r->reported = now;
+        w->undelivered += add;
+        if (add > worst) {
+            worst = add;
             worst_cpu = r->cpu;
         }
     }
-    if (w && worst_cpu >= 0)
+    if (worst_cpu >= 0)
         snprintf(w->note, sizeof(w->note),
-                 "the kernel counted %" PRIu64 " trace events on CPU %d that it never "
-                 "delivered (of %" PRIu64 "): wake-ups there are missing from the counts",
-                 worst, worst_cpu, worst_counted);
+                 "the kernel counted %" PRIu64 " trace events on CPU %d in this window that it "
+                 "never delivered: wake-ups there are missing from the counts",
+                 worst, worst_cpu);
+}
+
+void wake_tracer_reset(struct wake_tracer *t)
+{
+    read_counts(t);
+    wake_tracer_drain(t);
+    struct wake_window w;
+    wake_acct_take(t->acct, now_monotonic_ns(), &w);
+    for (size_t i = 0; i < t->nring; i++) /* what went missing before is not this window's */
+        t->ring[i].reported = shortfall(&t->ring[i]);
+    wake_window_clear(&w);
 }
 
 int wake_tracer_take(struct wake_tracer *t, struct wake_window *ret)
 {
+    read_counts(t);
     wake_tracer_drain(t);
     struct wake_window w;
     uint64_t now = now_monotonic_ns();
     wake_acct_take(t->acct, now, &w);
-    check_delivery(t, &w, false);
+    check_delivery(t, &w);
     resolve_names(t, &w, now);
     *ret = w;
     return 0;
