@@ -120,6 +120,9 @@ wait_for ' 1-[0-9]+ of [0-9]+ *$' 5 || { echo "FAIL: Home: not at the first row"
 keys h
 wait_for 'any other key closes this help' 5 || { echo "FAIL: h: no help"; fail=1; }
 keys x
+# the help may still be drawn when the key is sent: wait for it to go
+end=$((SECONDS + 5))
+while screen && grep -q 'closes this help' "$tmp/screen" && [ $SECONDS -lt $end ]; do sleep 0.2; done
 wait_for 'PID +Wake/s' 5 && ! grep -q 'closes this help' "$tmp/screen" ||
     { echo "FAIL: a key did not close the help"; fail=1; }
 # a resize below the minimum says so; back to size, the view returns
