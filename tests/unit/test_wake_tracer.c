@@ -186,8 +186,10 @@ static bool timerfd_200hz_once(struct live *l)
         const struct wake_entry *tm = find(&w, WAKE_HRTIMER, -1, "timerfd_tmrproc");
         assert_non_null(tm);
         /* every expiry woke the ticker: idle exits it caused are the
-         * ticker's (how many depends on how idle the machine is) */
-        assert_true(tm->idle_wakeups <= 2);
+         * ticker's (how many depends on how idle the machine is); a cycle
+         * where something else came between the timer and the wake-up
+         * (seen under ASan in CI: a few in 200) keeps the timer's blame */
+        assert_true(tm->idle_wakeups * 10 <= e->idle_wakeups + 20);
     }
     uint64_t sum = 0;
     for (unsigned i = 0; i < w.ncpus; i++)
