@@ -22,6 +22,25 @@ const char *skip_space(const char *s)
     return s;
 }
 
+bool span_is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+const char *span_skip_blanks(const char *p, const char *e)
+{
+    while (p < e && span_is_blank(*p))
+        p++;
+    return p;
+}
+
+const char *span_trim_end(const char *p, const char *e)
+{
+    while (e > p && span_is_blank(e[-1]))
+        e--;
+    return e;
+}
+
 static int only_space(const char *end)
 {
     return *skip_space(end) == '\0';

@@ -22,3 +22,11 @@ bool str_all_digits(const char *s);
 char *strip_trailing(char *s);
 /* Skip leading whitespace. */
 const char *skip_space(const char *s);
+
+/* Spans [p, e) of kernel text that need not end in NUL (/proc/interrupts
+ * rows, tracefs format lines): a blank is a space, tab or CR. */
+bool span_is_blank(char c);
+/* The first non-blank at or after p (e when none). */
+const char *span_skip_blanks(const char *p, const char *e);
+/* The end of [p, e) without its trailing blanks. */
+const char *span_trim_end(const char *p, const char *e);

@@ -9,31 +9,13 @@
 #include <strings.h>
 
 #include "base/cpuset.h"
+#include "base/parse.h"
 #include "base/util.h"
 
 /* Parse problems reported one by one before the rest are only counted, so
  * a file of garbage does not bury the report. */
 #define IRQ_MAX_LINE_DIAGS 8
 #define IRQ_MAX_LABEL      32
-
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r';
-}
-
-static const char *skip_blanks(const char *p, const char *e)
-{
-    while (p < e && is_blank(*p))
-        p++;
-    return p;
-}
-
-static const char *trim_end(const char *p, const char *e)
-{
-    while (e > p && is_blank(e[-1]))
-        e--;
-    return e;
-}
 
 static char *dup_range(const char *p, const char *e)
 {
@@ -49,9 +31,9 @@ static char *dup_collapsed(const char *p, const char *e)
 {
     char *s = xmalloc((size_t)(e - p) + 1), *o = s;
     for (; p < e; p++) {
-        if (is_blank(*p) && o > s && o[-1] == ' ')
+        if (span_is_blank(*p) && o > s && o[-1] == ' ')
             continue;
-        *o++ = is_blank(*p) ? ' ' : *p;
+        *o++ = span_is_blank(*p) ? ' ' : *p;
     }
     *o = '\0';
     return s;
@@ -70,7 +52,7 @@ static int parse_count(const char **pp, const char *e, uint64_t *ret)
             return -ERANGE;
         v = v * 10 + dgt;
     }
-    if (p < e && !is_blank(*p))
+    if (p < e && !span_is_blank(*p))
         return -EINVAL;
     *pp = p;
     *ret = v;
@@ -81,7 +63,7 @@ static int parse_count(const char **pp, const char *e, uint64_t *ret)
 static int parse_header(const char *p, const char *e, struct irq_sample *s)
 {
     size_t cap = 0;
-    for (p = skip_blanks(p, e); p < e; p = skip_blanks(p, e)) {
+    for (p = span_skip_blanks(p, e); p < e; p = span_skip_blanks(p, e)) {
         uint64_t id;
         if (e - p < 4 || memcmp(p, "CPU", 3) != 0)
             return -EINVAL;
@@ -126,28 +108,28 @@ static void split_numbered(const char *p, const char *e, struct irq_source *src)
     const char *name = NULL, *tok = p;
     while (tok < e) {
         const char *te = tok;
-        while (te < e && !is_blank(*te))
+        while (te < e && !span_is_blank(*te))
             te++;
         if (is_trigger_token(tok, te))
-            name = skip_blanks(te, e);
-        tok = skip_blanks(te, e);
+            name = span_skip_blanks(te, e);
+        tok = span_skip_blanks(te, e);
     }
     if (!name) {
         const char *q = e;
-        while (q > p && !is_blank(q[-1]))
+        while (q > p && !span_is_blank(q[-1]))
             q--;
         /* extend over "a, b" lists */
         while (q > p) {
-            const char *w = trim_end(p, q);
+            const char *w = span_trim_end(p, q);
             if (w == p || w[-1] != ',')
                 break;
             q = w;
-            while (q > p && !is_blank(q[-1]))
+            while (q > p && !span_is_blank(q[-1]))
                 q--;
         }
         name = q > p ? q : e;
     }
-    const char *chip_end = trim_end(p, name);
+    const char *chip_end = span_trim_end(p, name);
     src->chip = chip_end > p ? dup_collapsed(p, chip_end) : NULL;
     src->name = name < e ? dup_range(name, e) : NULL;
 }
@@ -162,7 +144,7 @@ static bool is_total_label(const char *label)
 static int parse_row(const char *p, const char *e, unsigned ncpus, struct irq_source *ret,
                      const char **why)
 {
-    p = skip_blanks(p, e);
+    p = span_skip_blanks(p, e);
     const char *colon = memchr(p, ':', (size_t)(e - p));
     if (!colon || colon == p || colon - p >= IRQ_MAX_LABEL) {
         *why = "no \"LABEL:\" at the start of the line";
@@ -170,7 +152,7 @@ static int parse_row(const char *p, const char *e, unsigned ncpus, struct irq_so
     }
     bool numeric = true;
     for (const char *q = p; q < colon; q++) {
-        if (is_blank(*q) || !isprint((unsigned char)*q)) {
+        if (span_is_blank(*q) || !isprint((unsigned char)*q)) {
             *why = "malformed label";
             return -EINVAL;
         }
@@ -178,7 +160,7 @@ static int parse_row(const char *p, const char *e, unsigned ncpus, struct irq_so
     }
     struct irq_source src = {.numeric = numeric, .count = xcalloc(ncpus, sizeof(uint64_t))};
     unsigned n = 0;
-    const char *q = skip_blanks(colon + 1, e);
+    const char *q = span_skip_blanks(colon + 1, e);
     while (n < ncpus && q < e && isdigit((unsigned char)*q)) {
         if (parse_count(&q, e, &src.count[n]) < 0) {
             free(src.count);
@@ -186,9 +168,9 @@ static int parse_row(const char *p, const char *e, unsigned ncpus, struct irq_so
             return -EINVAL;
         }
         src.total += src.count[n++];
-        q = skip_blanks(q, e);
+        q = span_skip_blanks(q, e);
     }
-    const char *rest_end = trim_end(q, e);
+    const char *rest_end = span_trim_end(q, e);
     src.label = dup_range(p, colon);
     /* Only these rows carry one total; any other short row was cut off. */
     src.total_only = n == 1 && q == rest_end && is_total_label(src.label);
@@ -287,7 +269,7 @@ int irq_parse(const char *text, size_t len, struct irq_sample *ret, struct diags
         size_t linelen = nl ? (size_t)(nl - p) : rest;
         const char *e = p + linelen, *next = nl ? nl + 1 : end;
         lineno++;
-        if (skip_blanks(p, e) == e) {
+        if (span_skip_blanks(p, e) == e) {
             p = next;
             continue;
         }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parse.h"
 #include "base/util.h"
 
 /* A raw trace record fits in one ring-buffer page, and a __data_loc holds
@@ -18,25 +19,6 @@ struct line_parse {
     struct diags *d;
     unsigned lineno, nbad;
 };
-
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r';
-}
-
-static const char *skip_blanks(const char *p, const char *e)
-{
-    while (p < e && is_blank(*p))
-        p++;
-    return p;
-}
-
-static const char *trim_end(const char *p, const char *e)
-{
-    while (e > p && is_blank(e[-1]))
-        e--;
-    return e;
-}
 
 static bool starts_with(const char *p, const char *e, const char *prefix)
 {
@@ -57,8 +39,8 @@ static void bad_line(struct line_parse *lp, const char *why)
 /* "offset:12" in [p, e): the decimal value after "key:". */
 static int parse_attr(const char *p, const char *e, const char *key, unsigned *ret)
 {
-    p = skip_blanks(p, e);
-    e = trim_end(p, e);
+    p = span_skip_blanks(p, e);
+    e = span_trim_end(p, e);
     if (!starts_with(p, e, key))
         return -EINVAL;
     p += strlen(key);
@@ -88,18 +70,18 @@ static bool is_ident(char c)
  * the name is the last identifier, an array when "[...]" follows it. */
 static int parse_decl(const char *p, const char *e, struct tracefs_field *f)
 {
-    p = skip_blanks(p, e);
-    e = trim_end(p, e);
+    p = span_skip_blanks(p, e);
+    e = span_trim_end(p, e);
     if (starts_with(p, e, "__rel_loc"))
         return -EOPNOTSUPP; /* offsets relative to the field's end: no event of ours */
-    f->dynamic = starts_with(p, e, "__data_loc") && (p + 10 == e || is_blank(p[10]));
+    f->dynamic = starts_with(p, e, "__data_loc") && (p + 10 == e || span_is_blank(p[10]));
     const char *ne = e;
     if (ne > p && ne[-1] == ']') { /* "comm[16]" */
         const char *open = memrchr(p, '[', (size_t)(ne - p));
         if (!open)
             return -EINVAL;
         f->is_array = true;
-        ne = trim_end(p, open);
+        ne = span_trim_end(p, open);
     }
     const char *ns = ne;
     while (ns > p && is_ident(ns[-1]))
@@ -165,16 +147,16 @@ static const char *field_error(int r)
 static void parse_line(const char *p, const char *e, struct tracefs_format *f, size_t *cap,
                        struct line_parse *lp)
 {
-    p = skip_blanks(p, e);
-    e = trim_end(p, e);
+    p = span_skip_blanks(p, e);
+    e = span_trim_end(p, e);
     if (starts_with(p, e, "name:")) {
-        const char *v = skip_blanks(p + 5, e);
+        const char *v = span_skip_blanks(p + 5, e);
         size_t n = (size_t)(e - v) < sizeof(f->name) ? (size_t)(e - v) : sizeof(f->name) - 1;
         memcpy(f->name, v, n);
         f->name[n] = '\0';
     } else if (starts_with(p, e, "ID:")) {
         char buf[16];
-        const char *v = skip_blanks(p + 3, e);
+        const char *v = span_skip_blanks(p + 3, e);
         uint64_t id = 0;
         bool ok = (size_t)(e - v) < sizeof(buf) && v < e;
         for (const char *q = v; ok && q < e; q++) {
