@@ -32,5 +32,8 @@ def stop(p, timeout=5):
 
 
 def summary():
+    # the failures again, last: CI keeps only the tail of a test's output
+    for what in failures:
+        print("FAIL " + what)
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failures")
     return 1 if failures else 0
