@@ -7,11 +7,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # libc6-dev: gcc only recommends it, and recommends are not installed.
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev libncurses-dev)
+# libvirt-dev, libfreeipmi-dev: watt fleet run's executors (live migration, BMCs)
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev libncurses-dev
+      libvirt-dev libfreeipmi-dev)
 if [ "${1:-}" = "--test" ]; then
     # prometheus: the agent's end-to-end test scrapes it with a real server
     # powertop: watt top is checked side by side with it; tmux drives the TUI test
     pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk powertop tmux util-linux)
+    # the fleet lab: three libvirt session daemons with TCG guests, simulated BMCs
+    pkgs+=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 openipmi ipmitool passwd)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -12,6 +12,7 @@ struct verb {
 int verb_report(int argc, char **argv);
 int verb_snapshot(int argc, char **argv);
 int verb_fleet(int argc, char **argv);
+int verb_fleet_run(int argc, char **argv); /* cli/fleet_run.c: run, plan, check, host */
 int verb_agent(int argc, char **argv);
 int verb_ctl(int argc, char **argv);
 int verb_tune(int argc, char **argv);    /* cli/tune.c */

@@ -1,0 +1,317 @@
+/* watt fleet run | plan | check | host: the controller that drives a real
+ * fleet (src/fleet/exec/), and its manual controls. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "base/util.h"
+#include "cli/verbs.h"
+#include "fleet/exec/control.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: watt fleet run   --config FLEET.INI [--dry-run] [--once] [--ticks N]\n"
+               "                        [--json] [--metrics FILE]\n"
+               "       watt fleet plan  --config FLEET.INI [--json]\n"
+               "       watt fleet check --config FLEET.INI\n"
+               "       watt fleet host  --config FLEET.INI HOST status|on|off|list [--json]\n"
+               "\n"
+               "Consolidate the VMs of a real fleet with the simulator's watt policy: observe\n"
+               "(libvirt: each VM's CPU and memory; IPMI: each host's power and DCMI watts),\n"
+               "plan, live-migrate within limits, switch empty hosts off and hosts on when\n"
+               "load rises, verify every action and journal it (docs/fleet-run.md).\n"
+               "\n"
+               "  --config FILE   the fleet: hosts, BMCs, types, limits (docs/fleet-run.md)\n"
+               "  --dry-run       observe and plan every tick, execute nothing\n"
+               "  --once          one tick, then exit (same as --ticks 1)\n"
+               "  --ticks N       N ticks, then exit (default: until SIGTERM or SIGINT)\n"
+               "  --json          one JSON object per tick (docs/fleet-run.md)\n"
+               "  --metrics FILE  write the controller's metrics there after every tick\n"
+               "                  (Prometheus text; the agent's `fleet_metrics = FILE` serves it)\n"
+               "\n"
+               "plan prints what one tick would do and does nothing; check reads the\n"
+               "configuration and exits; host asks or switches one host's BMC, or lists its\n"
+               "domains.\n");
+}
+
+struct run_cli {
+    const char *config;
+    const char *metrics;
+    bool dry_run, json;
+    unsigned long ticks; /* 0: for ever */
+};
+
+static int parse(int argc, char **argv, struct run_cli *o)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"dry-run", no_argument, NULL, 'n'},
+        {"once", no_argument, NULL, '1'},         {"ticks", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},         {"metrics", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},         {0},
+    };
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+c:n1t:jm:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            o->config = optarg;
+            break;
+        case 'n':
+            o->dry_run = true;
+            break;
+        case '1':
+            o->ticks = 1;
+            break;
+        case 't': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || *end || end == optarg || v == 0 || v > 100000000) {
+                fprintf(stderr, "watt fleet: --ticks '%s': want a count 1..100000000\n", optarg);
+                return -1;
+            }
+            o->ticks = v;
+            break;
+        }
+        case 'j':
+            o->json = true;
+            break;
+        case 'm':
+            o->metrics = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            fprintf(stderr, "watt fleet: see watt fleet run --help\n");
+            return -1;
+        }
+    }
+    if (!o->config) {
+        fprintf(stderr, "watt fleet %s: --config FLEET.INI is required\n", argv[0]);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_site(const char *path, struct site *ret)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "watt fleet: cannot open %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    char *text = NULL;
+    size_t cap = 0, len = 0;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        if (len + n > (4u << 20)) {
+            fprintf(stderr, "watt fleet: %s: larger than 4 MiB; not a fleet.ini\n", path);
+            fclose(f);
+            free(text);
+            return -EFBIG;
+        }
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            text = xrealloc(text, cap);
+        }
+        memcpy(text + len, buf, n);
+        len += n;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "watt fleet: cannot read %s\n", path);
+        free(text);
+        return -EIO;
+    }
+    struct fleet_error err = {{0}};
+    int r = site_parse(text ? text : "", len, path, ret, &err);
+    free(text);
+    if (r < 0)
+        fprintf(stderr, "watt fleet: %s\n", err.msg);
+    return r;
+}
+
+static double mono_s(void)
+{
+    return (double)now_monotonic_ns() / 1e9;
+}
+
+static void write_metrics(const struct controller *c, const char *path)
+{
+    _cleanup_free_ char *tmp = xasprintf("%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f) {
+        fprintf(stderr, "watt fleet: cannot write %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    controller_metrics(c, f);
+    bool bad = fflush(f) != 0 || ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        fprintf(stderr, "watt fleet: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+/* Sleep until DEADLINE (monotonic seconds) or a signal. */
+static void wait_until(double deadline)
+{
+    while (!stop_signal) {
+        double left = deadline - mono_s();
+        if (left <= 0)
+            return;
+        struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int run(struct run_cli *o, bool plan_only)
+{
+    struct site site = {0};
+    if (load_site(o->config, &site) < 0)
+        return 2;
+    struct ctl_options copt = {.dry_run = o->dry_run || plan_only};
+    struct controller *c = NULL;
+    struct fleet_error err = {{0}};
+    int r = controller_open(&site, &copt, &c, &err);
+    if (r < 0) {
+        fprintf(stderr, "watt fleet: %s\n", err.msg);
+        site_free(&site);
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    unsigned long ticks = plan_only ? 1 : o->ticks;
+    double next = mono_s();
+    int rc = 0;
+    for (unsigned long t = 0; !stop_signal && (ticks == 0 || t < ticks); t++) {
+        r = controller_tick(c, mono_s(), stdout, o->json);
+        if (r < 0) {
+            fprintf(stderr, "watt fleet: tick %lu: %s\n", t + 1, c->last_error);
+            rc = 1;
+            break;
+        }
+        if (o->metrics)
+            write_metrics(c, o->metrics);
+        next += site.limits.interval_s;
+        if (ticks == 0 || t + 1 < ticks)
+            wait_until(next);
+    }
+    controller_close(c);
+    site_free(&site);
+    return rc;
+}
+
+static int host_cmd(struct run_cli *o, int argc, char **argv)
+{
+    if (argc - optind != 2) {
+        fprintf(stderr, "watt fleet host: want HOST status|on|off|list\n");
+        return 2;
+    }
+    const char *name = argv[optind], *what = argv[optind + 1];
+    if (!streq(what, "status") && !streq(what, "on") && !streq(what, "off") &&
+        !streq(what, "list")) {
+        fprintf(stderr, "watt fleet host: '%s': want status, on, off or list\n", what);
+        return 2;
+    }
+    struct site site = {0};
+    if (load_site(o->config, &site) < 0)
+        return 2;
+    ssize_t hi = site_host_find(&site, name);
+    struct fx_vms *vms = NULL;
+    struct fx_power *pw = NULL;
+    struct fleet_error err = {{0}};
+    int r = hi < 0 ? -ENOENT : fx_open(&site, &vms, &pw, &err);
+    if (hi < 0)
+        fprintf(stderr, "watt fleet host: no [host %s] in %s\n", name, o->config);
+    else if (r < 0)
+        fprintf(stderr, "watt fleet host: %s\n", err.msg);
+    if (r < 0) {
+        site_free(&site);
+        return hi < 0 ? 2 : 1;
+    }
+    if (streq(what, "status")) {
+        enum fx_power_state p;
+        double w = NAN;
+        r = pw->status(pw, (size_t)hi, &p, &err);
+        if (r == 0 && p == FX_POWER_ON &&
+            pw->reading(pw, (size_t)hi, &w, &(struct fleet_error){{0}}) < 0)
+            w = NAN;
+        if (r == 0 && o->json) {
+            struct json j;
+            json_init(&j, false);
+            json_object_begin(&j);
+            json_kv_string(&j, "host", name);
+            json_kv_string(&j, "power", fx_power_name(p));
+            json_kv_double(&j, "watts", w);
+            json_object_end(&j);
+            printf("%s\n", strbuf_str(&j.out));
+            json_free(&j);
+        } else if (r == 0) {
+            printf("%s: power %s\n", name, fx_power_name(p));
+        }
+        if (r == 0 && !o->json && !isnan(w))
+            printf("%s: %.0f W (DCMI)\n", name, w);
+    } else if (streq(what, "list")) {
+        struct fx_list l = {0};
+        r = vms->list(vms, (size_t)hi, &l, &err);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
+            printf("%-24s %-8s cpu %10.3f s  %6.0f MiB  %u vCPU\n", l.v[i].name,
+                   l.v[i].running  ? "running"
+                   : l.v[i].active ? "active"
+                                   : "shut off",
+                   (double)l.v[i].cpu_ns / 1e9, (double)l.v[i].mem_kib / 1024, l.v[i].vcpus);
+        fx_list_free(&l);
+    } else {
+        r = pw->set(pw, (size_t)hi, streq(what, "on"), &err);
+        if (r == 0)
+            printf("%s: power %s accepted by the BMC\n", name, what);
+    }
+    if (r < 0)
+        fprintf(stderr, "watt fleet host: %s\n", err.msg);
+    vms->close(vms);
+    pw->close(pw);
+    site_free(&site);
+    return r < 0 ? 1 : 0;
+}
+
+int verb_fleet_run(int argc, char **argv)
+{
+    struct run_cli o = {0};
+    int r = parse(argc, argv, &o);
+    if (r != 0)
+        return r > 0 ? 0 : 2;
+    if (streq(argv[0], "check")) {
+        struct site site = {0};
+        if (load_site(o.config, &site) < 0)
+            return 2;
+        printf("%s: %zu hosts (%zu types), %zu VMs listed, vm engine %s, power %s\n", o.config,
+               site.n_hosts, site.types.n_types, site.n_vms,
+               site.vm_engine == SITE_VMS_EXEC ? "exec" : "libvirt",
+               site.power_engine == SITE_POWER_IPMI   ? "ipmi"
+               : site.power_engine == SITE_POWER_EXEC ? "exec"
+                                                      : "none");
+        site_free(&site);
+        return 0;
+    }
+    if (streq(argv[0], "host"))
+        return host_cmd(&o, argc, argv);
+    return run(&o, streq(argv[0], "plan"));
+}

@@ -1,0 +1,50 @@
+/* Fuzz target: fleet/site.h, site_parse() (fleet.ini of `watt fleet run`).
+ *
+ * Accepted: 1..SITE_MAX_HOSTS hosts with valid names and a type in range,
+ * every host has what its engines need (a URI for libvirt, a BMC with
+ * credentials for IPMI), limits in their documented ranges.
+ * Refused: -EINVAL and a message that starts with the file's name. */
+#include <errno.h>
+#include <math.h>
+
+#include "fleet/site.h"
+#include "fuzz.h"
+
+#define ORIGIN "fuzz.ini"
+
+static void check_site(const struct site *s)
+{
+    FUZZ_CHECK(s->n_hosts >= 1 && s->n_hosts <= SITE_MAX_HOSTS);
+    FUZZ_CHECK(s->types.n_hosts == s->n_hosts);
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        const struct site_host *h = &s->hosts[i];
+        FUZZ_CHECK(h->name[0] && memchr(h->name, '\0', sizeof(h->name)));
+        FUZZ_CHECK(h->type < s->types.n_types);
+        FUZZ_CHECK(s->vm_engine != SITE_VMS_LIBVIRT || h->uri);
+        FUZZ_CHECK(s->power_engine != SITE_POWER_IPMI ||
+                   (h->bmc && h->bmc_user && h->bmc_password));
+        FUZZ_CHECK(site_host_find(s, h->name) == (ssize_t)i);
+    }
+    const struct site_limits *l = &s->limits;
+    FUZZ_CHECK(l->interval_s >= 1 && l->max_concurrent >= 1 && l->per_host >= 1);
+    FUZZ_CHECK(isfinite(l->vm_mips) && l->vm_mips > 0);
+    FUZZ_CHECK(l->min_hosts_on <= s->n_hosts);
+    FUZZ_CHECK(s->state_dir && s->state_dir[0] == '/');
+    for (size_t i = 0; i < s->n_vms; i++)
+        FUZZ_CHECK(site_vm_find(s, s->vms[i].name) == (ssize_t)i);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct site s;
+    struct fleet_error err = {{0}};
+    int r = site_parse((const char *)data, size, ORIGIN, &s, &err);
+    if (r < 0) {
+        FUZZ_CHECK(r == -EINVAL);
+        FUZZ_CHECK(strncmp(err.msg, ORIGIN, strlen(ORIGIN)) == 0 && err.msg[strlen(ORIGIN)]);
+        return 0;
+    }
+    check_site(&s);
+    site_free(&s);
+    return 0;
+}

@@ -1,0 +1,566 @@
+/* The exec engine (src/fleet/exec/exec_cmd.c): command templates run by
+ * /bin/sh on a hand-filled site, with sh, printf and sleep standing in for
+ * the operator's scripts. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* cmocka.h needs stdarg, stddef, stdint and setjmp first */
+#include <cmocka.h>
+
+#include "base/util.h"
+#include "fleet/exec/exec.h"
+#include "fleet/exec/exec_cmd.h"
+
+static char tmpdir[] = "/tmp/test_fx_exec.XXXXXX";
+
+static void assert_contains(const char *s, const char *needle)
+{
+    if (!strstr(s, needle))
+        fail_msg("'%s' lacks '%s'", s, needle);
+}
+
+/* Three hosts; h3 has neither URI nor BMC. Templates are set per test. */
+static struct site_host hosts[3] = {
+    {.name = "h1",
+     .uri = "qemu+ssh://h1/system",
+     .bmc = "10.0.0.1",
+     .bmc_user = "admin",
+     .bmc_password = "pa ss'w$(rd)"},
+    {.name = "h2", .uri = "qemu+ssh://h2/system", .bmc = "10.0.0.2:6230"},
+    {.name = "h3"},
+};
+
+static struct site new_site(void)
+{
+    return (struct site){.origin = "fleet.ini", .hosts = hosts, .n_hosts = 3};
+}
+
+static char *path_in(const char *name)
+{
+    return xasprintf("%s/%s", tmpdir, name);
+}
+
+static char *slurp(const char *name)
+{
+    _cleanup_free_ char *p = path_in(name);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return NULL;
+    char *s = xcalloc(1, 65536);
+    size_t n = fread(s, 1, 65535, f);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static bool exists(const char *name)
+{
+    _cleanup_free_ char *p = path_in(name);
+    return access(p, F_OK) == 0;
+}
+
+static double elapsed_s(uint64_t t0)
+{
+    return (double)(now_monotonic_ns() - t0) / 1e9;
+}
+
+/* Gone, or a zombie waiting for init: either way it runs no more. */
+static bool process_gone(pid_t pid)
+{
+    char p[64], s[512];
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 100; i++) {
+        FILE *f = fopen(p, "re");
+        if (!f)
+            return true;
+        size_t n = fread(s, 1, sizeof(s) - 1, f);
+        fclose(f);
+        s[n] = '\0';
+        const char *rp = strrchr(s, ')');
+        if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static int setup(void **state)
+{
+    if (!mkdtemp(tmpdir))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- templates ------------------------------------------------------------ */
+
+static void test_template_check(void **state)
+{
+    struct fleet_error err = {{0}};
+    assert_int_equal(fx_exec_template_check("virsh -c {uri} list", FX_EXEC_ALLOW_HOST, &err), 0);
+    /* the shell's braces and awk's are not placeholders */
+    assert_int_equal(
+        fx_exec_template_check("echo ${HOME} {} | awk '{ print $1 }' {x", "host", &err), 0);
+    assert_int_equal(fx_exec_template_check("ipmi {bmc} {foo}", FX_EXEC_ALLOW_HOST, &err), -EINVAL);
+    assert_string_equal(
+        err.msg, "unknown placeholder {foo} in 'ipmi {bmc} {foo}' (known: {host} {uri} {bmc})");
+    assert_int_equal(fx_exec_template_check("m {vm}", fx_exec_template_allowed("power_on"), &err),
+                     -EINVAL);
+    assert_int_equal(
+        fx_exec_template_check("m {vm} {dst_uri}", fx_exec_template_allowed("migrate"), &err), 0);
+    assert_null(fx_exec_template_allowed("timeout_s"));
+
+    /* the engines check their templates when they open */
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fx_power *pw;
+    s.exec.migrate = "virsh migrate {vm} {dest}";
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), -EINVAL);
+    assert_contains(err.msg, "fleet.ini [exec] migrate: unknown placeholder {dest}");
+    s.exec.power_reading = "x {host} {vm}";
+    assert_int_equal(fx_exec_power_open(&s, &pw, &err), -EINVAL);
+    assert_contains(err.msg, "fleet.ini [exec] power_reading: unknown placeholder {vm}");
+}
+
+/* Values reach the command as single words, whatever they hold. */
+static void test_quoting(void **state)
+{
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    _cleanup_free_ char *out = path_in("args");
+    _cleanup_free_ char *tmpl = xasprintf(
+        "printf '[%%s]\\n' {vm} {src} {dst} {host} {uri} {dst_uri} \"${HOME+set}\" > '%s'", out);
+    s.exec.migrate = tmpl;
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+    assert_string_equal(vms->name, "exec");
+
+    _cleanup_free_ char *vm = xasprintf("it's a 'vm' $(touch %s/pwned) `touch %s/pwned` \"q\"; "
+                                        "rm -rf / ; {host} \\ *",
+                                        tmpdir, tmpdir);
+    int r = vms->migrate(vms, vm, 0, 2, 5, &err);
+    if (r < 0)
+        fail_msg("%s", err.msg);
+    _cleanup_free_ char *got = slurp("args");
+    _cleanup_free_ char *want =
+        xasprintf("[%s]\n[h1]\n[h3]\n[h1]\n[qemu+ssh://h1/system]\n[]\n[set]\n", vm);
+    assert_string_equal(got, want);
+    assert_false(exists("pwned"));
+    vms->close(vms);
+}
+
+/* ---- list ----------------------------------------------------------------- */
+
+static void test_list(void **state)
+{
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    struct fx_list l;
+    s.exec.list = "test {host} = h2 || exit 9; "
+                  "printf 'web1 running 123456789012 2097152 2\\n# a comment\\n\\n"
+                  "  db\\tpaused 5 1024 1\\r\\nold shutoff 0 0 0\\nodd other 1 2 3\\n'";
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+    uint64_t t0 = now_monotonic_ns();
+    int r = vms->list(vms, 1, &l, &err);
+    if (r < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(l.n, 4);
+    assert_true(l.t_ns >= t0 && l.t_ns <= now_monotonic_ns());
+    assert_int_equal(l.node.mem_kib, 0);
+    const struct fx_domain *d = fx_list_find(&l, "web1");
+    assert_non_null(d);
+    assert_true(d->active && d->running && d->persistent);
+    assert_int_equal(d->cpu_ns, 123456789012ull);
+    assert_int_equal(d->mem_kib, 2097152);
+    assert_int_equal(d->vcpus, 2);
+    assert_string_equal(d->uuid, "");
+    d = fx_list_find(&l, "db");
+    assert_true(d->active && !d->running);
+    assert_int_equal(d->cpu_ns, 5);
+    d = fx_list_find(&l, "old");
+    assert_true(!d->active && !d->running && d->persistent);
+    d = fx_list_find(&l, "odd");
+    assert_true(d->active && !d->running);
+    assert_int_equal(d->vcpus, 3);
+    fx_list_free(&l);
+
+    /* another host: the template's own exit status */
+    assert_int_equal(vms->list(vms, 0, &l, &err), -EIO);
+    assert_string_equal(err.msg, "host h1: list command exited 9");
+    /* stdin is empty, not ours */
+    s.exec.list = "cat";
+    assert_int_equal(vms->list(vms, 0, &l, &err), 0);
+    assert_int_equal(l.n, 0);
+    fx_list_free(&l);
+    vms->close(vms);
+}
+
+static void test_list_bad(void **state)
+{
+    static const struct {
+        const char *out, *msg;
+    } cases[] = {
+        {"a running 1 2 3\\n\\nb running x 2 3\\n",
+         "host h1: list command output line 3: CPU_NS 'x' is not a number"},
+        {"a running 1 -2 3", "host h1: list command output line 1: MEM_KIB '-2' is not a number"},
+        {"a running 1 2 4294967296",
+         "host h1: list command output line 1: VCPUS '4294967296' is out of range"},
+        {"a running 99999999999999999999 2 3",
+         "host h1: list command output line 1: CPU_NS '99999999999999999999' is out of range"},
+        {"#x\\na shut_off 1 2 3",
+         "host h1: list command output line 2: STATE 'shut_off' is not running, paused, shutoff or "
+         "other"},
+        {"a running 1 2",
+         "host h1: list command output line 1: expected 5 fields NAME STATE CPU_NS "
+         "MEM_KIB VCPUS, found 4"},
+        {"a running 1 2 3 4 5 6", "host h1: list command output line 1: expected 5 fields NAME "
+                                  "STATE CPU_NS MEM_KIB VCPUS, found more than 5"},
+        {"a running 1 2 3\\na paused 1 2 3",
+         "host h1: list command output line 2: VM 'a' listed twice"},
+        {"a running 1 2 3\\0", "host h1: list command printed a NUL byte"},
+    };
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    struct fx_list l = {0};
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        _cleanup_free_ char *t = xasprintf("printf '%s'", cases[i].out);
+        s.exec.list = t;
+        assert_int_equal(vms->list(vms, 0, &l, &err), -EINVAL);
+        assert_string_equal(err.msg, cases[i].msg);
+        assert_null(l.v);
+    }
+    vms->close(vms);
+}
+
+/* ---- power ---------------------------------------------------------------- */
+
+static void test_power(void **state)
+{
+    struct site s = new_site();
+    struct fx_power *pw;
+    struct fleet_error err = {{0}};
+    enum fx_power_state st = FX_POWER_UNKNOWN;
+    double w = -1;
+    assert_int_equal(fx_exec_power_open(&s, &pw, &err), 0);
+    assert_string_equal(pw->name, "exec");
+
+    /* nothing configured */
+    assert_int_equal(pw->status(pw, 0, &st, &err), -EOPNOTSUPP);
+    assert_string_equal(err.msg, "host h1: no power_status command configured (power_status in "
+                                 "fleet.ini's [exec] section)");
+    assert_int_equal(pw->set(pw, 1, false, &err), -EOPNOTSUPP);
+    assert_contains(err.msg, "no power_off command");
+    assert_int_equal(pw->reading(pw, 1, &w, &err), -EOPNOTSUPP);
+    assert_contains(err.msg, "power_reading");
+
+    s.exec.power_status = "case {bmc} in 10.0.0.1) printf ' ON \\n';; 10.0.0.2:6230) echo Off;; "
+                          "'') echo maybe;; esac";
+    assert_int_equal(pw->status(pw, 0, &st, &err), 0);
+    assert_int_equal(st, FX_POWER_ON);
+    assert_int_equal(pw->status(pw, 1, &st, &err), 0);
+    assert_int_equal(st, FX_POWER_OFF);
+    assert_int_equal(pw->status(pw, 2, &st, &err), -EINVAL);
+    assert_string_equal(err.msg,
+                        "host h3: power_status command printed 'maybe', expected on or off");
+    assert_int_equal(st, FX_POWER_OFF);
+
+    /* the BMC credentials come in the environment, only for the host's own */
+    setenv("WATT_BMC_PASSWORD", "inherited", 1);
+    s.exec.power_reading = "test \"$WATT_BMC_USER:$WATT_BMC_PASSWORD\" = \"admin:pa ss'w\\$(rd)\" "
+                           "&& echo ' 182.5' || echo \"${WATT_BMC_PASSWORD:-none}\"";
+    assert_int_equal(pw->reading(pw, 0, &w, &err), 0);
+    assert_true(w == 182.5);
+    assert_int_equal(pw->reading(pw, 1, &w, &err), -EINVAL);
+    assert_string_equal(err.msg,
+                        "host h2: power_reading command printed 'none', expected watts (a number "
+                        ">= 0)");
+    unsetenv("WATT_BMC_PASSWORD");
+    s.exec.power_reading = "echo -3";
+    assert_int_equal(pw->reading(pw, 0, &w, &err), -EINVAL);
+    s.exec.power_reading = "echo 0";
+    assert_int_equal(pw->reading(pw, 0, &w, &err), 0);
+    assert_true(w == 0);
+
+    _cleanup_free_ char *on = xasprintf("echo {host} > '%s/on'", tmpdir);
+    s.exec.power_on = on;
+    assert_int_equal(pw->set(pw, 1, true, &err), 0);
+    _cleanup_free_ char *got = slurp("on");
+    assert_string_equal(got, "h2\n");
+    pw->close(pw);
+}
+
+/* ---- failures ------------------------------------------------------------- */
+
+static void test_exit_codes(void **state)
+{
+    struct site s = new_site();
+    struct fx_power *pw;
+    struct fleet_error err = {{0}};
+    assert_int_equal(fx_exec_power_open(&s, &pw, &err), 0);
+
+    s.exec.power_off = "echo starting; echo 'BMC said:' >&2; echo '  no\tway  ' >&2; exit 3";
+    assert_int_equal(pw->set(pw, 1, false, &err), -EIO);
+    assert_string_equal(err.msg, "host h2: power_off command exited 3: BMC said: no way");
+
+    s.exec.power_off = "kill -9 $$";
+    assert_int_equal(pw->set(pw, 1, false, &err), -EIO);
+    assert_string_equal(err.msg, "host h2: power_off command was killed by signal 9 (Killed)");
+
+    /* a long stderr: its end is what counts */
+    s.exec.power_off = "i=0; while [ $i -lt 300 ]; do echo \"line $i of noise\" >&2; "
+                       "i=$((i+1)); done; echo THE END >&2; exit 1";
+    assert_int_equal(pw->set(pw, 1, false, &err), -EIO);
+    assert_contains(err.msg, "host h2: power_off command exited 1: ");
+    assert_contains(err.msg, "line 299 of noise THE END");
+    assert_true(strlen(err.msg) < sizeof(err.msg));
+    assert_true(strlen(err.msg) > 400);
+
+    /* a process that lets the kernel reap its children loses their status:
+     * an error, not a success */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigaction(SIGCHLD, &ign, &old);
+    s.exec.power_off = "exit 0";
+    assert_int_equal(pw->set(pw, 1, false, &err), -ECHILD);
+    assert_contains(err.msg, "host h2: power_off command could not run: ");
+    sigaction(SIGCHLD, &old, NULL);
+    s.exec.power_off = "exit 0";
+    assert_int_equal(pw->set(pw, 1, false, &err), 0);
+    pw->close(pw);
+}
+
+static void test_timeout(void **state)
+{
+    struct site s = new_site();
+    struct fx_power *pw;
+    struct fleet_error err = {{0}};
+    enum fx_power_state st;
+    s.exec.timeout_s = 0.5;
+    assert_int_equal(fx_exec_power_open(&s, &pw, &err), 0);
+
+    /* the group dies on SIGTERM */
+    _cleanup_free_ char *t1 = xasprintf("echo $$ > '%s/pid1'; sleep 30 & echo $! > '%s/pid2'; "
+                                        "echo waiting >&2; wait",
+                                        tmpdir, tmpdir);
+    s.exec.power_status = t1;
+    uint64_t t0 = now_monotonic_ns();
+    assert_int_equal(pw->status(pw, 0, &st, &err), -ETIMEDOUT);
+    double dt = elapsed_s(t0);
+    assert_true(dt >= 0.5 && dt < 1.0);
+    assert_string_equal(err.msg,
+                        "host h1: power_status command timed out after 0.5 s and was killed: "
+                        "waiting");
+    _cleanup_free_ char *p1 = slurp("pid1"), *p2 = slurp("pid2");
+    assert_true(process_gone(atoi(p1)));
+    assert_true(process_gone(atoi(p2)));
+
+    /* ... or on SIGKILL 2 s later, when it ignores SIGTERM */
+    _cleanup_free_ char *t2 = xasprintf("trap '' TERM; echo $$ > '%s/pid3'; sleep 30 & "
+                                        "echo $! > '%s/pid4'; wait",
+                                        tmpdir, tmpdir);
+    s.exec.power_status = t2;
+    t0 = now_monotonic_ns();
+    assert_int_equal(pw->status(pw, 0, &st, &err), -ETIMEDOUT);
+    dt = elapsed_s(t0);
+    assert_true(dt >= 2.5 && dt < 2.7);
+    _cleanup_free_ char *p3 = slurp("pid3"), *p4 = slurp("pid4");
+    assert_true(process_gone(atoi(p3)));
+    assert_true(process_gone(atoi(p4)));
+    pw->close(pw);
+}
+
+static void test_big_output(void **state)
+{
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    struct fx_list l;
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+
+    /* 40000 domains, ~1 MiB: fine */
+    s.exec.list = "i=0; while [ $i -lt 40000 ]; do echo \"vm-$i running 1 2 3\"; i=$((i+1)); done";
+    int r = vms->list(vms, 0, &l, &err);
+    if (r < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(l.n, 40000);
+    assert_non_null(fx_list_find(&l, "vm-39999"));
+    fx_list_free(&l);
+
+    /* endless output: killed at 1 MiB, long before its deadline */
+    s.exec.list = "yes 'vm running 1 2 3'";
+    uint64_t t0 = now_monotonic_ns();
+    assert_int_equal(vms->list(vms, 0, &l, &err), -EMSGSIZE);
+    assert_true(elapsed_s(t0) < 2.0);
+    assert_string_equal(err.msg, "host h1: list command printed more than 1048576 bytes and was "
+                                 "killed");
+    vms->close(vms);
+}
+
+/* No fd of ours reaches the command, even one opened without O_CLOEXEC:
+ * the shell (test is a builtin: /proc/self is the shell) has 0, 1, 2. */
+static void test_fds(void **state)
+{
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    struct fx_list l;
+    int fd = open("/etc/hostname", O_RDONLY);
+    assert_true(fd >= 3 && fd < 40);
+    s.exec.list = "i=0; while [ $i -lt 40 ]; do [ -e /proc/self/fd/$i ] && "
+                  "echo \"fd$i running 0 0 0\"; i=$((i+1)); done; true";
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+    int r = vms->list(vms, 0, &l, &err);
+    if (r < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(l.n, 3);
+    assert_non_null(fx_list_find(&l, "fd0"));
+    assert_non_null(fx_list_find(&l, "fd1"));
+    assert_non_null(fx_list_find(&l, "fd2"));
+    fx_list_free(&l);
+    close(fd);
+    vms->close(vms);
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+struct mig {
+    struct fx_vms *vms;
+    const char *vm;
+    size_t src, dst;
+    int r;
+    struct fleet_error err;
+};
+
+static void *migrate_thread(void *arg)
+{
+    struct mig *m = arg;
+    m->r = m->vms->migrate(m->vms, m->vm, m->src, m->dst, 5, &m->err);
+    return NULL;
+}
+
+static void *list_thread(void *arg)
+{
+    struct mig *m = arg;
+    for (int i = 0; i < 30 && m->r == 0; i++) {
+        struct fx_list l;
+        m->r = m->vms->list(m->vms, m->src, &l, &m->err);
+        if (m->r == 0 && (l.n != 1 || !fx_list_find(&l, m->vm)))
+            m->r = -EBADMSG;
+        if (m->r == 0)
+            fx_list_free(&l);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    _cleanup_free_ char *tmpl = xasprintf("sleep 0.4; [ {vm} != bad ] || { echo {src} refuses >&2; "
+                                          "exit 1; }; echo {vm} {src} {dst} > '%s/moved-'{vm}",
+                                          tmpdir);
+    s.exec.migrate = tmpl;
+    s.exec.list = "echo vm-{host} running 1 2 3";
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+    int fds = count_fds();
+
+    struct mig m[3] = {{.vms = vms, .vm = "a", .src = 0, .dst = 1},
+                       {.vms = vms, .vm = "b", .src = 2, .dst = 1},
+                       {.vms = vms, .vm = "bad", .src = 1, .dst = 0}};
+    pthread_t t[3];
+    uint64_t t0 = now_monotonic_ns();
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, migrate_thread, &m[i]), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    /* at once, not one after the other */
+    assert_true(elapsed_s(t0) < 1.0);
+    assert_int_equal(m[0].r, 0);
+    assert_int_equal(m[1].r, 0);
+    assert_int_equal(m[2].r, -EIO);
+    assert_string_equal(m[2].err.msg, "host h2: migrate command for VM 'bad' to h1 exited 1: h2 "
+                                      "refuses");
+    _cleanup_free_ char *a = slurp("moved-a"), *b = slurp("moved-b");
+    assert_string_equal(a, "a h1 h2\n");
+    assert_string_equal(b, "b h3 h2\n");
+
+    /* many short commands from three threads: each gets its own output */
+    struct mig ls[3] = {{.vms = vms, .vm = "vm-h1", .src = 0},
+                        {.vms = vms, .vm = "vm-h2", .src = 1},
+                        {.vms = vms, .vm = "vm-h3", .src = 2}};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, list_thread, &ls[i]), 0);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        if (ls[i].r < 0)
+            fail_msg("thread %d: %d %s", i, ls[i].r, ls[i].err.msg);
+    }
+    assert_int_equal(count_fds(), fds);
+    vms->close(vms);
+}
+
+static void test_bad_host(void **state)
+{
+    struct site s = new_site();
+    struct fx_vms *vms;
+    struct fleet_error err = {{0}};
+    struct fx_list l;
+    s.exec.list = "true";
+    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
+    assert_int_equal(vms->list(vms, 3, &l, &err), -EINVAL);
+    assert_int_equal(vms->migrate(vms, "a", 0, 1, 5, &err), -EOPNOTSUPP);
+    assert_string_equal(err.msg,
+                        "host h1: no migrate command configured (migrate in fleet.ini's [exec] "
+                        "section)");
+    vms->close(vms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_template_check),
+        cmocka_unit_test(test_quoting),
+        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_list_bad),
+        cmocka_unit_test(test_power),
+        cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_big_output),
+        cmocka_unit_test(test_fds),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_bad_host),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
