@@ -128,6 +128,39 @@ static char *steal(struct strbuf *b, size_t *ret_len)
 
 static int load_model(struct agent *a);
 
+/* The fleet controller's metrics file (watt fleet run --metrics), read
+ * once per sample, never at a scrape. It is written by rename, so it is
+ * whole; one that is missing (no controller on this host yet) or too
+ * large is left out, and said once per state change on stderr. */
+static void append_fleet_metrics(const char *path, struct strbuf *buf)
+{
+    static int last_err = -1;
+    char chunk[65536];
+    int err = 0;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f) {
+        err = errno;
+    } else {
+        size_t n, total = 0;
+        size_t mark = buf->len;
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && total <= (1u << 20)) {
+            strbuf_append_n(buf, chunk, n);
+            total += n;
+        }
+        if (total > (1u << 20) || ferror(f)) {
+            err = total > (1u << 20) ? EFBIG : EIO;
+            buf->len = mark; /* all or nothing */
+            buf->s[mark] = '\0';
+        } else if (total && buf->s[buf->len - 1] != '\n') {
+            strbuf_putc(buf, '\n');
+        }
+    }
+    if (err != last_err && err)
+        fprintf(stderr, "watt agent: fleet_metrics %s: %s; not served\n", path,
+                err == EFBIG ? "larger than 1 MiB" : strerror(err));
+    last_err = err;
+}
+
 /* Take a sample and replace the snapshot. A failed sample keeps the old
  * snapshot (and says so on stderr). */
 static void take_sample(struct agent *a)
@@ -176,6 +209,8 @@ static void take_sample(struct agent *a)
         a->self.guard = &gs;
     }
     agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, false, &buf);
+    if (a->cfg.fleet_metrics)
+        append_fleet_metrics(a->cfg.fleet_metrics, &buf);
     s->text = steal(&buf, &s->text_len);
     agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, true, &buf);
     s->openmetrics = steal(&buf, &s->openmetrics_len);
@@ -804,6 +839,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
     a.cfg.profile = start->profile ? xstrdup(start->profile) : NULL;
     a.cfg.config_dir = start->config_dir ? xstrdup(start->config_dir) : NULL;
     a.cfg.journal = start->journal ? xstrdup(start->journal) : NULL;
+    a.cfg.fleet_metrics = start->fleet_metrics ? xstrdup(start->fleet_metrics) : NULL;
     a.self.start_time_s = (double)now_realtime_ns() / 1e9;
     a.confdir = xstrdup(agent_tuning_confdir(&a.cfg));
 

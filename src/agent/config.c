@@ -40,6 +40,8 @@ void agent_config_free(struct agent_config *c)
     free(c->profile);
     free(c->config_dir);
     free(c->journal);
+    free(c->fleet_metrics);
+    c->fleet_metrics = NULL;
     c->listen_host = c->root = c->model = c->control = NULL;
     c->tls_cert = c->tls_key = c->auth_user = c->auth_password_file = NULL;
     c->profile = c->config_dir = c->journal = NULL;
@@ -184,6 +186,13 @@ static int on_entry(void *user, const char *section, const char *key, const char
         }
         free(*f);
         *f = *value ? xstrdup(value) : NULL;
+    } else if (streq(key, "fleet_metrics")) {
+        if (*value && *value != '/') {
+            p->err = xasprintf("fleet_metrics '%s': want an absolute path", value);
+            return 0;
+        }
+        free(p->c.fleet_metrics);
+        p->c.fleet_metrics = *value ? xstrdup(value) : NULL;
     } else if (streq(key, "control")) {
         free(p->c.control);
         p->c.control = xstrdup(value);
@@ -247,6 +256,7 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
     p.c.profile = dup_or_null(c->profile);
     p.c.config_dir = dup_or_null(c->config_dir);
     p.c.journal = dup_or_null(c->journal);
+    p.c.fleet_metrics = dup_or_null(c->fleet_metrics);
     int r = ini_parse_string(text, on_entry, &p);
     if (!p.err && r > 0)
         p.err = xstrdup("not INI (want key = value lines under [agent])");
