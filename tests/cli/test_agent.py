@@ -512,9 +512,12 @@ def test_config(root):
               f"broken config refused naming file:line ({r.stderr.strip()[:100]})")
         good = os.path.join(d, "good.ini")
         port = free_port()
+        prom = os.path.join(d, "fleet.prom")  # as `watt fleet run --metrics` writes it
+        with open(prom, "w") as f:
+            f.write('# TYPE watt_fleet_hosts gauge\nwatt_fleet_hosts{state="on"} 2\n')
         with open(good, "w") as f:
             f.write(f"[agent]\nlisten = 127.0.0.1:{port}\ninterval = 0.5\nroot = {root}\n"
-                    "control =\n")
+                    f"control =\nfleet_metrics = {prom}\n")
         p = subprocess.Popen([WATT, "agent", "--config", good], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         for _ in range(100):
@@ -523,6 +526,10 @@ def test_config(root):
                     break
             except OSError:
                 time.sleep(0.05)
+        body = get(port, "/metrics")[2]
+        check('watt_fleet_hosts{state="on"} 2' in body and body.index("watt_fleet_hosts") >
+              body.index("watt_agent_start_time_seconds"),
+              "fleet_metrics: the controller's metrics are served after the agent's own")
         with open(good, "w") as f:
             f.write("[agent]\ninterval = fast\n")
         p.send_signal(signal.SIGHUP)

@@ -236,10 +236,17 @@ def test_synthetic():
 
 
 def test_help():
-    for verb in ("sim", "compare"):
+    for verb in ("sim", "compare", "run", "plan", "check", "host"):
         p = watt(verb, "--help")
         if p.returncode != 0 or "usage: watt fleet" not in p.stdout + p.stderr:
             fail(f"fleet {verb} --help: exit {p.returncode}, output {p.stdout[:200]!r}")
+    # the shipped example fleet.ini is valid
+    p = watt("check", "--config", os.path.join(SRCDIR, "dist", "fleet.ini.example"))
+    if p.returncode != 0 or "2 hosts (1 types), 3 VMs listed" not in p.stdout:
+        fail(f"fleet check dist/fleet.ini.example: exit {p.returncode}: {p.stderr.strip()[:200]}")
+    p = watt("run")
+    if p.returncode != 2 or "--config FLEET.INI is required" not in p.stderr:
+        fail(f"fleet run without --config: exit {p.returncode}: {p.stderr.strip()[:200]}")
 
 
 def write(path, text):

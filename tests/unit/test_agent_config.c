@@ -42,7 +42,8 @@ static void test_parse_good(void **state)
     assert_int_equal(agent_config_parse("[agent]\nlisten = 0.0.0.0:9999\ninterval = 0.5\n"
                                         "rapl_energy = coarse\npue = 1.2\nroot = /tmp/r\n"
                                         "max_connections = 8\ntimeout = 3\n"
-                                        "wakeups = proc\ncgroups = 0\n",
+                                        "wakeups = proc\ncgroups = 0\n"
+                                        "fleet_metrics = /run/watt/fleet.prom\n",
                                         "a.ini", &c, &err),
                      0);
     assert_string_equal(c.listen_host, "0.0.0.0");
@@ -55,6 +56,7 @@ static void test_parse_good(void **state)
     assert_int_equal(c.timeout_s, 3);
     assert_int_equal(c.wakeups, AGENT_WAKEUPS_PROC);
     assert_int_equal(c.cgroups, 0);
+    assert_string_equal(c.fleet_metrics, "/run/watt/fleet.prom");
     agent_config_free(&c);
 }
 
@@ -84,6 +86,7 @@ static void test_parse_bad(void **state)
         {"[agent]\ncgroups = 2.5\n", 2},
         {"[agent]\njournal = var/../../etc/journal\n", 2},
         {"[agent]\njournal = ..\n", 2},
+        {"[agent]\nfleet_metrics = fleet.prom\n", 2},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

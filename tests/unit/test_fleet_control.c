@@ -27,6 +27,7 @@ struct fake {
     struct fx_power power;
     bool on[NH];
     bool bmc_mute[NH];
+    bool hv_down[NH];   /* the hypervisor does not answer, the BMC says on */
     int where[NV];      /* host of each VM, -1 none */
     double load[NV];    /* CPU share 0..1 */
     uint64_t cpu[NV];   /* ns */
@@ -44,7 +45,7 @@ static const char *const names[NV] = {"vm1", "vm2", "vm3", "vm4"};
 
 static int f_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fleet_error *err)
 {
-    if (!F->on[hi]) {
+    if (!F->on[hi] || F->hv_down[hi]) {
         fleet_error_set(err, "host h%zu: cannot connect: Connection refused", hi + 1);
         return -EHOSTUNREACH;
     }
@@ -280,6 +281,57 @@ static void test_foreign_domain_refused(void **state)
     assert_false(F->on[1]); /* h2 had no stranger */
 }
 
+static void test_unseen_vm_blocks_power_off(void **state)
+{
+    struct world *w = *state;
+    tick(w); /* vm3 seen on h3 */
+    F->hv_down[2] = true;
+    for (int i = 0; i < 8; i++)
+        tick(w);
+    /* h2 was drained, but with vm3 unaccounted for no capacity goes */
+    assert_true(F->on[0] && F->on[1] && F->on[2]);
+    assert_true(w->c->safety_refusals > 0);
+    F->hv_down[2] = false;
+    for (int i = 0; i < 8; i++)
+        tick(w);
+    assert_int_equal(hosts_on(), 1);
+}
+
+static void test_dry_run_writes_nothing(void **state)
+{
+    struct world *w = *state;
+    controller_close(w->c);
+    _cleanup_free_ char *path = xasprintf("%s/journal", w->dir);
+    unlink(path);
+    struct fleet_error err = {{0}};
+    struct ctl_options opt = {.dry_run = true};
+    assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err), 0);
+    for (int i = 0; i < 4; i++)
+        tick(w);
+    assert_int_equal(F->migrations, 0);
+    assert_int_equal(hosts_on(), 3);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+static void test_damaged_journal_refused(void **state)
+{
+    struct world *w = *state;
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *path = xasprintf("%s/journal", w->dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "1 1700000000.000 begin power_off host=h2\nrubbish\n");
+    fclose(f);
+    struct fleet_error err = {{0}};
+    struct ctl_options opt = {0};
+    assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err),
+                     -EINVAL);
+    assert_non_null(strstr(err.msg, "journal line 2: not a journal record"));
+    unlink(path);
+    open_controller(w); /* for teardown */
+}
+
 static void test_recovers_open_journal(void **state)
 {
     struct world *w = *state;
@@ -322,6 +374,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mute_bmc_never_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_domain_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovers_open_journal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unseen_vm_blocks_power_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_journal_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_controller_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -298,12 +298,13 @@ int controller_open_engines(const struct site *site, const struct ctl_options *o
         if (r == 0)
             r = take_lock(c, err);
         if (r == 0)
-            r = ctl_journal_open(site->state_dir, &c->journal, err);
+            r = ctl_journal_open(site->state_dir, false, &c->journal, err);
     } else {
         /* a dry run reads the journal (migrations per VM per day) if there is one */
         _cleanup_free_ char *path = xasprintf("%s/journal", site->state_dir);
         struct fleet_error ignored = {{0}};
-        if (access(path, R_OK) == 0 && ctl_journal_open(site->state_dir, &c->journal, &ignored) < 0)
+        if (access(path, R_OK) == 0 &&
+            ctl_journal_open(site->state_dir, true, &c->journal, &ignored) < 0)
             c->journal = NULL;
     }
     if (r < 0) {

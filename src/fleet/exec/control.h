@@ -150,7 +150,9 @@ void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, dou
 void ctl_execute(struct controller *c, struct ctl_plan *p);
 
 /* control_journal.c: one line per record, fsynced, in state_dir/journal. */
-int ctl_journal_open(const char *dir, struct ctl_journal **ret, struct fleet_error *err);
+/* READ_ONLY: a dry run's view (no directory made, nothing written). */
+int ctl_journal_open(const char *dir, bool read_only, struct ctl_journal **ret,
+                     struct fleet_error *err);
 void ctl_journal_close(struct ctl_journal *j);
 /* The begun actions no end record closes (a crash between the two). */
 size_t ctl_journal_open_actions(const struct ctl_journal *j, char ***ret_lines);

@@ -32,6 +32,7 @@ struct rec {
 
 struct ctl_journal {
     int fd;
+    bool read_only; /* a dry run's: never written, a torn tail left alone */
     char *path;
     struct rec *r;
     size_t n, cap;
@@ -101,7 +102,7 @@ static int load(struct ctl_journal *j, struct fleet_error *err)
     size_t keep = len;
     while (keep > 0 && buf[keep - 1] != '\n')
         keep--;
-    if (keep < len && ftruncate(j->fd, (off_t)keep) < 0)
+    if (keep < len && !j->read_only && ftruncate(j->fd, (off_t)keep) < 0)
         return -errno;
     buf[keep] = '\0';
     int lineno = 0;
@@ -122,9 +123,10 @@ static int load(struct ctl_journal *j, struct fleet_error *err)
     return 0;
 }
 
-int ctl_journal_open(const char *dir, struct ctl_journal **ret, struct fleet_error *err)
+int ctl_journal_open(const char *dir, bool read_only, struct ctl_journal **ret,
+                     struct fleet_error *err)
 {
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+    if (!read_only && mkdir(dir, 0700) < 0 && errno != EEXIST) {
         int e = errno;
         fleet_error_set(err, "cannot create %s: %s", dir, strerror(e));
         return -e;
@@ -132,7 +134,9 @@ int ctl_journal_open(const char *dir, struct ctl_journal **ret, struct fleet_err
     struct ctl_journal *j = xcalloc(1, sizeof(*j));
     j->path = xasprintf("%s/journal", dir);
     j->next_seq = 1;
-    j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    j->read_only = read_only;
+    j->fd = read_only ? open(j->path, O_RDONLY | O_CLOEXEC)
+                      : open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     int r = j->fd < 0 ? -errno : load(j, err);
     if (r < 0) {
         if (j->fd < 0 || !err->msg[0])
@@ -183,6 +187,8 @@ static long append(struct ctl_journal *j, bool begin, long ref, const char *fmt,
     _cleanup_free_ char *text = NULL;
     if (vasprintf(&text, fmt, ap) < 0)
         abort();
+    if (j->read_only)
+        return -EROFS;
     long seq = j->next_seq;
     double t = now_unix();
     _cleanup_free_ char *line = begin ? xasprintf("%ld %.3f begin %s\n", seq, t, text)
