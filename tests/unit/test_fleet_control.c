@@ -366,9 +366,26 @@ static void test_second_controller_refused(void **state)
     assert_non_null(strstr(err.msg, "another watt fleet run holds the lock"));
 }
 
+static void test_journal_words(void **state)
+{
+    static const char *const words[] = {"web1", "web 1", "100%=done", "tab\there", "é", ""};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        _cleanup_free_ char *w = ctl_journal_word(words[i]);
+        char back[64];
+        assert_null(strpbrk(w, " \t\n="));
+        assert_int_equal(ctl_journal_unword(w, back, sizeof(back)), 0);
+        assert_string_equal(back, words[i]);
+    }
+    char out[8];
+    assert_int_equal(ctl_journal_unword("%4", out, sizeof(out)), -EINVAL);
+    assert_int_equal(ctl_journal_unword("%zz", out, sizeof(out)), -EINVAL);
+    assert_int_equal(ctl_journal_unword("123456789", out, sizeof(out)), -ENAMETOOLONG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_journal_words),
         cmocka_unit_test_setup_teardown(test_packs_then_spreads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_migration_keeps_vm_and_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mute_bmc_never_off, setup, teardown),

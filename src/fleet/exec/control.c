@@ -237,20 +237,21 @@ static int take_lock(struct controller *c, struct fleet_error *err)
 static void recover(struct controller *c)
 {
     /* the widths in the sscanf formats below */
-    _Static_assert(FLEET_NAME_MAX == 48, "recover(): %95s and %47s follow FLEET_NAME_MAX");
+    _Static_assert(FLEET_NAME_MAX == 48, "recover(): %287s and %47s follow FLEET_NAME_MAX");
     char **open_lines = NULL;
     size_t n = ctl_journal_open_actions(c->journal, &open_lines);
     if (n)
         ctl_observe(c);
     for (size_t i = 0; i < n; i++) {
         long seq = strtol(open_lines[i], NULL, 10);
-        char vm[FLEET_NAME_MAX * 2] = "", host[FLEET_NAME_MAX] = "";
+        char word[FLEET_NAME_MAX * 6] = "", vm[FLEET_NAME_MAX * 2] = "", host[FLEET_NAME_MAX] = "";
         const char *where = "unknown";
-        if (sscanf(open_lines[i], "%*s migrate vm=%95s", vm) == 1) {
-            int32_t v = ctl_vm_index(c, vm, false);
+        if (sscanf(open_lines[i], "%*s migrate vm=%287s", word) == 1) {
+            int32_t v =
+                ctl_journal_unword(word, vm, sizeof(vm)) == 0 ? ctl_vm_index(c, vm, false) : -1;
             if (v >= 0 && c->vm[v].host >= 0)
                 where = c->site->hosts[c->vm[v].host].name;
-            ctl_journal_end(c->journal, seq, "recovered vm=%s on=%s", vm, where);
+            ctl_journal_end(c->journal, seq, "recovered vm=%s on=%s", word, where);
         } else if (sscanf(open_lines[i], "%*s power_%*s host=%47s", host) == 1) {
             ssize_t h = site_host_find(c->site, host);
             where = h >= 0 ? ctl_host_state_name(c->hosts[h].state) : "unknown";

@@ -161,6 +161,9 @@ long ctl_journal_begin(struct ctl_journal *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int ctl_journal_end(struct ctl_journal *j, long seq, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A name as one word of a record ("web 1" -> "web%201"), and back. */
+char *ctl_journal_word(const char *s);
+int ctl_journal_unword(const char *s, char *out, size_t size);
 /* Migrations of VM begun since SINCE_UNIX_S. */
 unsigned ctl_journal_migrations_since(const struct ctl_journal *j, const char *vm,
                                       double since_unix_s);

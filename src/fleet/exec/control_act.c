@@ -58,7 +58,8 @@ static void *migrate_one(void *arg)
     const struct site *site = c->site;
     const char *vm = c->vm[a->vm].name, *src = site->hosts[a->src].name,
                *dst = site->hosts[a->dst].name;
-    long seq = ctl_journal_begin(c->journal, "migrate vm=%s src=%s dst=%s", vm, src, dst);
+    _cleanup_free_ char *word = ctl_journal_word(vm);
+    long seq = ctl_journal_begin(c->journal, "migrate vm=%s src=%s dst=%s", word, src, dst);
     if (seq < 0) {
         a->rc = (int)seq;
         snprintf(a->result, sizeof(a->result), "not started: cannot write the journal: %s",
@@ -87,7 +88,7 @@ static void *migrate_one(void *arg)
     else
         snprintf(a->result, sizeof(a->result), "failed after %.1f s: %s; the VM runs on %s%s", took,
                  err.msg, where, known ? "" : " (a host did not answer)");
-    ctl_journal_end(c->journal, seq, "%s vm=%s on=%s copies=%u took=%.1f", verdict, vm,
+    ctl_journal_end(c->journal, seq, "%s vm=%s on=%s copies=%u took=%.1f", verdict, word,
                     at >= 0 ? site->hosts[at].name : "-", copies, took);
     return NULL;
 }

@@ -8,7 +8,8 @@
  * crash interrupted: the controller does not do it again, it looks at the
  * fleet and closes the record with what it found ("end 17 recovered ...").
  * A torn last line (no newline: the crash came during the write, before
- * the action could start) is cut off. Values are %XX-escaped words. */
+ * the action could start) is cut off. VM names are written as words:
+ * blanks, '%', '=' and bytes outside ASCII as %XX (ctl_journal_word). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -219,10 +220,48 @@ int ctl_journal_end(struct ctl_journal *j, long seq, const char *fmt, ...)
     return r < 0 ? (int)r : 0;
 }
 
+char *ctl_journal_word(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = xmalloc(strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p <= ' ' || *p >= 0x7f || *p == '%' || *p == '=') {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+int ctl_journal_unword(const char *s, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++) {
+        int c = (unsigned char)*p;
+        if (c == '%') {
+            unsigned v;
+            if (sscanf(p + 1, "%2x", &v) != 1 || !p[1] || !p[2])
+                return -EINVAL;
+            c = (int)v;
+            p += 2;
+        }
+        if (n + 1 >= size)
+            return -ENAMETOOLONG;
+        out[n++] = (char)c;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
 unsigned ctl_journal_migrations_since(const struct ctl_journal *j, const char *vm,
                                       double since_unix_s)
 {
-    _cleanup_free_ char *needle = xasprintf("migrate vm=%s ", vm);
+    _cleanup_free_ char *word = ctl_journal_word(vm);
+    _cleanup_free_ char *needle = xasprintf("migrate vm=%s ", word);
     unsigned n = 0;
     for (size_t i = j->n; i-- > 0 && j->r[i].t >= since_unix_s;)
         if (j->r[i].begin && strncmp(j->r[i].text, needle, strlen(needle)) == 0)
