@@ -26,7 +26,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: watt fleet run   --config FLEET.INI [--dry-run] [--once] [--ticks N]\n"
                "                        [--json] [--metrics FILE]\n"
-               "       watt fleet plan  --config FLEET.INI [--json]\n"
+               "       watt fleet plan  --config FLEET.INI [--json] [--sample SECONDS]\n"
                "       watt fleet check --config FLEET.INI\n"
                "       watt fleet host  --config FLEET.INI HOST status|on|off|list [--json]\n"
                "\n"
@@ -40,6 +40,8 @@ static void usage(FILE *f)
                "  --once          one tick, then exit (same as --ticks 1)\n"
                "  --ticks N       N ticks, then exit (default: until SIGTERM or SIGINT)\n"
                "  --json          one JSON object per tick (docs/fleet-run.md)\n"
+               "  --sample S      plan: observe twice, S seconds apart (default 5), so that\n"
+               "                  the plan sees every VM's CPU; 0: once (no CPU rates)\n"
                "  --metrics FILE  write the controller's metrics there after every tick\n"
                "                  (Prometheus text; the agent's `fleet_metrics = FILE` serves it)\n"
                "\n"
@@ -53,19 +55,25 @@ struct run_cli {
     const char *metrics;
     bool dry_run, json;
     unsigned long ticks; /* 0: for ever */
+    double sample_s;     /* plan: seconds between the two observations */
 };
 
 static int parse(int argc, char **argv, struct run_cli *o)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"dry-run", no_argument, NULL, 'n'},
-        {"once", no_argument, NULL, '1'},         {"ticks", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},         {"metrics", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},         {0},
+        {"config", required_argument, NULL, 'c'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"once", no_argument, NULL, '1'},
+        {"ticks", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"metrics", required_argument, NULL, 'm'},
+        {"sample", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+c:n1t:jm:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:n1t:jm:s:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             o->config = optarg;
@@ -90,6 +98,16 @@ static int parse(int argc, char **argv, struct run_cli *o)
         case 'j':
             o->json = true;
             break;
+        case 's': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || !(v >= 0 && v <= 3600)) {
+                fprintf(stderr, "watt fleet: --sample '%s': want seconds 0..3600\n", optarg);
+                return -1;
+            }
+            o->sample_s = v;
+            break;
+        }
         case 'm':
             o->metrics = optarg;
             break;
@@ -199,6 +217,10 @@ static int run(struct run_cli *o, bool plan_only)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     unsigned long ticks = plan_only ? 1 : o->ticks;
+    if (plan_only && o->sample_s > 0) { /* a first sample, for the CPU rates */
+        controller_prime(c, mono_s());
+        wait_until(mono_s() + o->sample_s);
+    }
     double next = mono_s();
     int rc = 0;
     for (unsigned long t = 0; !stop_signal && (ticks == 0 || t < ticks); t++) {
@@ -294,7 +316,7 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
 
 int verb_fleet_run(int argc, char **argv)
 {
-    struct run_cli o = {0};
+    struct run_cli o = {.sample_s = 5};
     int r = parse(argc, argv, &o);
     if (r != 0)
         return r > 0 ? 0 : 2;

@@ -299,8 +299,8 @@ def bad_input(lab, tmp, state_dir):
         path = os.path.join(tmp, name)
         with open(path, "w") as f:
             f.write(text)
-        return subprocess.run([WATT, "fleet", "plan", "--config", path], capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run([WATT, "fleet", "plan", "--config", path, "--sample", "0"],
+                              capture_output=True, text=True, timeout=120)
 
     hosts = lab.fleet_ini_hosts("lab")
     # an unreachable host: nobody listens on its libvirt port nor its BMC port
@@ -323,6 +323,23 @@ def bad_input(lab, tmp, state_dir):
     p = plan(fleet_ini(lab, state_dir, hosts_text=wrong), "creds2.ini")
     check(p.returncode == 0 and "switch off" not in p.stdout,
           f"wrong BMC credentials: the plan switches nothing off ({p.stdout[-300:]})")
+    # the manual controls: one host's domains and its BMC
+    path = os.path.join(tmp, "plain.ini")
+    with open(path, "w") as f:
+        f.write(fleet_ini(lab, state_dir))
+    p = subprocess.run([WATT, "fleet", "host", "--config", path, "h1", "list"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and re.search(r"^vm1 +running", p.stdout, re.M) and "vm2" in p.stdout,
+          f"watt fleet host h1 list: its domains ({p.stdout.strip()[:200]})")
+    p = subprocess.run([WATT, "fleet", "host", "--config", path, "h2", "status", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(doc.get("power") == "on" and doc.get("watts") == 150,
+          f"watt fleet host h2 status --json: on, 150 W from DCMI ({p.stdout.strip()})")
+    # no power engine: the plan moves VMs but never plans a power action
+    p = plan(fleet_ini(lab, state_dir, extra="power = none"), "nopower.ini")
+    check(p.returncode == 0 and "switch" not in p.stdout and "h1" in p.stdout,
+          f"power = none: no power action planned ({p.stdout[-200:]})")
     # a VM that does not exist
     p = plan(fleet_ini(lab, state_dir, vms=VMS + ["ghost"]), "ghost.ini")
     check(p.returncode == 0 and re.search(r"vm 'ghost' \(.*line 3\) runs on no host", p.stdout),
@@ -353,10 +370,13 @@ def main():
         print(f"     lab up in {time.monotonic() - t0:.1f} s")
         with open(config, "w") as f:
             f.write(fleet_ini(lab, state_dir))
-        p = subprocess.run([WATT, "fleet", "plan", "--config", config], capture_output=True,
-                           text=True, timeout=120)
-        check(p.returncode == 0 and "h1" in p.stdout and not os.path.exists(journal),
-              f"watt fleet plan: a plan, nothing executed, no journal ({p.stderr.strip()[:200]})")
+        before = lab.where()
+        p = subprocess.run([WATT, "fleet", "plan", "--config", config, "--sample", "2"],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0 and re.search(r"plan: migrate vm\d h\d -> h\d", p.stdout) and
+              lab.where() == before and not os.path.exists(journal),
+              f"watt fleet plan: migrations planned, nothing executed, no journal "
+              f"({p.stdout.strip()[-300:]} {p.stderr.strip()[:200]})")
         bad_input(lab, tmp, state_dir)
 
         ctl = Controller(config, metrics)

@@ -105,6 +105,10 @@ void controller_close(struct controller *c);
  * errno when the tick could not even observe (the loop goes on). */
 int controller_tick(struct controller *c, double now_s, FILE *out, bool json);
 
+/* Observe only (no plan, no action, no report): the first CPU sample of
+ * every VM, so that a tick SAMPLE seconds later has rates (watt fleet plan). */
+void controller_prime(struct controller *c, double now_s);
+
 /* Prometheus text exposition of the controller's state and counters. */
 void controller_metrics(const struct controller *c, FILE *f);
 

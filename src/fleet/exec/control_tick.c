@@ -183,6 +183,12 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
     json_free(&j);
 }
 
+void controller_prime(struct controller *c, double now_s)
+{
+    c->now_s = now_s;
+    ctl_observe(c);
+}
+
 int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
 {
     c->now_s = now_s;
