@@ -241,6 +241,46 @@ static int run(struct run_cli *o, bool plan_only)
     return rc;
 }
 
+static const char *domain_state(const struct fx_domain *d)
+{
+    return d->running ? "running" : d->active ? "active" : "shut off";
+}
+
+static void print_list(const char *host, const struct fx_list *l, bool json)
+{
+    if (!json) {
+        for (size_t i = 0; i < l->n; i++)
+            printf("%-24s %-8s cpu %10.3f s  %6.0f MiB  %u vCPU\n", l->v[i].name,
+                   domain_state(&l->v[i]), (double)l->v[i].cpu_ns / 1e9,
+                   (double)l->v[i].mem_kib / 1024, l->v[i].vcpus);
+        return;
+    }
+    struct json j;
+    json_init(&j, false);
+    json_object_begin(&j);
+    json_kv_string(&j, "host", host);
+    json_kv_u64(&j, "mem_kib", l->node.mem_kib);
+    json_kv_u64(&j, "cpus", l->node.cpus);
+    json_key(&j, "domains");
+    json_array_begin(&j);
+    for (size_t i = 0; i < l->n; i++) {
+        const struct fx_domain *d = &l->v[i];
+        json_object_begin(&j);
+        json_kv_string(&j, "name", d->name);
+        json_kv_string(&j, "uuid", d->uuid[0] ? d->uuid : NULL);
+        json_kv_string(&j, "state", domain_state(d));
+        json_kv_bool(&j, "persistent", d->persistent);
+        json_kv_double(&j, "cpu_s", (double)d->cpu_ns / 1e9);
+        json_kv_u64(&j, "vcpus", d->vcpus);
+        json_kv_u64(&j, "mem_kib", d->mem_kib);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_object_end(&j);
+    printf("%s\n", strbuf_str(&j.out));
+    json_free(&j);
+}
+
 static int host_cmd(struct run_cli *o, int argc, char **argv)
 {
     if (argc - optind != 2) {
@@ -294,12 +334,8 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
     } else if (streq(what, "list")) {
         struct fx_list l = {0};
         r = vms->list(vms, (size_t)hi, &l, &err);
-        for (size_t i = 0; r == 0 && i < l.n; i++)
-            printf("%-24s %-8s cpu %10.3f s  %6.0f MiB  %u vCPU\n", l.v[i].name,
-                   l.v[i].running  ? "running"
-                   : l.v[i].active ? "active"
-                                   : "shut off",
-                   (double)l.v[i].cpu_ns / 1e9, (double)l.v[i].mem_kib / 1024, l.v[i].vcpus);
+        if (r == 0)
+            print_list(name, &l, o->json);
         fx_list_free(&l);
     } else {
         r = pw->set(pw, (size_t)hi, streq(what, "on"), &err);

@@ -123,8 +123,6 @@ static int on_vms(struct ctx *c, const char *val)
     for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
         if (strlen(tok) >= sizeof(s->vms[0].name))
             return FAIL(c, "vms: name '%.40s...' is too long", tok);
-        if (site_vm_find(s, tok) >= 0)
-            return FAIL(c, "vms: '%.60s' is listed twice", tok);
         if (s->n_vms >= SITE_MAX_VMS)
             return FAIL(c, "vms: more than %d VMs", SITE_MAX_VMS);
         s->vms = xrealloc(s->vms, (s->n_vms + 1) * sizeof(*s->vms));
@@ -395,39 +393,92 @@ static void defaults(struct site *s)
     s->exec.timeout_s = 60;
 }
 
-/* Types: the [type] sections through the simulator's parser, hosts in
- * file order ("1xsmall,1xsmall,1xbig" in block order). */
+static bool section_defined(const struct ctx *c, const char *name)
+{
+    for (size_t k = 0; k < c->n_type_names; k++)
+        if (strcasecmp(c->type_names[k], name) == 0)
+            return true;
+    return false;
+}
+
+/* Types: the [type] sections through the simulator's parser. Its hosts
+ * list names only what pulls in the built-in types used (g4, g5: at most
+ * two words, so the line stays short for inih), or one defined type; each
+ * host's type is then found by name. */
 static int build_types(struct ctx *c, const char *origin, struct fleet_error *err)
 {
     struct site *s = c->s;
-    struct strbuf sb = {0};
-    strbuf_append(&sb, c->types_text);
-    strbuf_append(&sb, "\n[fleet]\norder = block\nhosts = ");
+    if (s->n_hosts == 0)
+        return FAIL(c, "no [host NAME] sections");
+    struct strbuf list = {0};
     for (size_t i = 0; i < s->n_hosts; i++) {
-        if (!c->host_type[i][0]) {
+        const char *t = c->host_type[i];
+        if (!t[0]) {
             c->line = s->hosts[i].line;
-            strbuf_free(&sb);
+            strbuf_free(&list);
             return FAIL(c, "[host %s] has no type = NAME (a [type NAME] section, or g4/g5)",
                         s->hosts[i].name);
         }
-        bool known = fleet_host_type_builtin(c->host_type[i]) != NULL;
-        for (size_t k = 0; k < c->n_type_names && !known; k++)
-            known = strcasecmp(c->type_names[k], c->host_type[i]) == 0;
-        if (!known) {
+        bool defined = section_defined(c, t);
+        if (!defined && !fleet_host_type_builtin(t)) {
             c->line = c->host_type_line[i];
-            strbuf_free(&sb);
-            return FAIL(c, "type = %s: no [type %s] section (and not a built-in: g4, g5)",
-                        c->host_type[i], c->host_type[i]);
+            strbuf_free(&list);
+            return FAIL(c, "type = %s: no [type %s] section (and not a built-in: g4, g5)", t, t);
         }
-        strbuf_appendf(&sb, "%s1x%s", i ? "," : "", c->host_type[i]);
+        _cleanup_free_ char *word = xasprintf("1x%s", t);
+        bool listed = list.len && strcasestr(strbuf_str(&list), word);
+        if (!defined && !listed)
+            strbuf_appendf(&list, "%s%s", list.len ? "," : "", word);
     }
-    strbuf_append(&sb, "\n");
+    c->line = 0;
+    if (!list.len)
+        strbuf_appendf(&list, "1x%s", c->host_type[0]);
+    struct strbuf sb = {0};
+    strbuf_append(&sb, c->types_text);
+    strbuf_appendf(&sb, "\n[fleet]\norder = block\nhosts = %s\n", strbuf_str(&list));
+    strbuf_free(&list);
     int r = fleet_hosts_parse(strbuf_str(&sb), sb.len, origin, &s->types, err);
     strbuf_free(&sb);
     if (r < 0)
         return r; /* ERR says what and where; c->msg stays empty */
-    for (size_t i = 0; i < s->n_hosts; i++)
-        s->hosts[i].type = s->types.type_of[i];
+    free(s->types.type_of);
+    s->types.type_of = xcalloc(s->n_hosts, sizeof(*s->types.type_of));
+    s->types.n_hosts = s->n_hosts;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        size_t k = 0;
+        while (k < s->types.n_types && strcasecmp(s->types.types[k].name, c->host_type[i]))
+            k++;
+        if (k == s->types.n_types) { /* cannot happen: every name was checked */
+            fleet_hosts_free(&s->types);
+            return FAIL(c, "type '%s' of [host %s] went missing", c->host_type[i],
+                        s->hosts[i].name);
+        }
+        s->types.type_of[i] = (uint16_t)k;
+        s->hosts[i].type = (uint16_t)k;
+    }
+    return 0;
+}
+
+static int by_vm_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A VM listed twice: sorted names, so that 65536 VMs cost no more than a sort. */
+static int check_vm_duplicates(struct ctx *c)
+{
+    struct site *s = c->s;
+    if (s->n_vms < 2)
+        return 0;
+    _cleanup_free_ const char **names = xmalloc(s->n_vms * sizeof(*names));
+    for (size_t i = 0; i < s->n_vms; i++)
+        names[i] = s->vms[i].name;
+    qsort(names, s->n_vms, sizeof(*names), by_vm_name);
+    for (size_t i = 1; i < s->n_vms; i++)
+        if (streq(names[i], names[i - 1])) {
+            c->line = c->vms_line;
+            return FAIL(c, "vms: '%.60s' is listed twice", names[i]);
+        }
     return 0;
 }
 
@@ -435,8 +486,9 @@ static int build_types(struct ctx *c, const char *origin, struct fleet_error *er
 static int validate(struct ctx *c)
 {
     struct site *s = c->s;
-    if (s->n_hosts == 0)
-        return FAIL(c, "no [host NAME] sections");
+    int r = check_vm_duplicates(c);
+    if (r < 0)
+        return r;
     for (size_t i = 0; i < s->n_hosts; i++) {
         struct site_host *h = &s->hosts[i];
         c->line = h->line;

@@ -23,11 +23,43 @@ const char *ctl_host_state_name(enum ctl_host_state s)
     return (size_t)s < ARRAY_SIZE(n) ? n[s] : "?";
 }
 
+/* VMs by name: open addressing over indices into c->vm, FNV-1a. */
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void index_put(struct controller *c, int32_t vi)
+{
+    size_t mask = c->vm_index_cap - 1, k = name_hash(c->vm[vi].name) & mask;
+    while (c->vm_index[k] >= 0)
+        k = (k + 1) & mask;
+    c->vm_index[k] = vi;
+}
+
+static void index_grow(struct controller *c)
+{
+    size_t cap = c->vm_index_cap ? c->vm_index_cap * 2 : 64;
+    free(c->vm_index);
+    c->vm_index = xmalloc(cap * sizeof(*c->vm_index));
+    for (size_t k = 0; k < cap; k++)
+        c->vm_index[k] = -1;
+    c->vm_index_cap = cap;
+    for (size_t i = 0; i < c->n_vm; i++)
+        index_put(c, (int32_t)i);
+}
+
 int32_t ctl_vm_index(struct controller *c, const char *name, bool add)
 {
-    for (size_t i = 0; i < c->n_vm; i++)
-        if (streq(c->vm[i].name, name))
-            return (int32_t)i;
+    if (c->vm_index_cap) {
+        size_t mask = c->vm_index_cap - 1;
+        for (size_t k = name_hash(name) & mask; c->vm_index[k] >= 0; k = (k + 1) & mask)
+            if (streq(c->vm[c->vm_index[k]].name, name))
+                return c->vm_index[k];
+    }
     if (!add)
         return -1;
     if (c->n_vm == c->cap_vm)
@@ -35,8 +67,14 @@ int32_t ctl_vm_index(struct controller *c, const char *name, bool add)
     struct ctl_vm *v = &c->vm[c->n_vm];
     *v = (struct ctl_vm){.host = -1, .seen_on = -1, .prev_host = -1, .util = NAN};
     snprintf(v->name, sizeof(v->name), "%s", name);
-    v->managed = !c->site->vms_listed || site_vm_find(c->site, name) >= 0;
-    return (int32_t)c->n_vm++;
+    /* the listed VMs are all added at open (and set managed there) */
+    v->managed = !c->site->vms_listed;
+    int32_t vi = (int32_t)c->n_vm++;
+    if (2 * c->n_vm > c->vm_index_cap)
+        index_grow(c); /* puts every VM, this one included */
+    else
+        index_put(c, vi);
+    return vi;
 }
 
 /* ---- observation ----------------------------------------------------- */
@@ -184,13 +222,22 @@ static void place_vms(struct controller *c)
             const struct fx_domain *d = &h->doms.v[k];
             if (!d->active)
                 continue;
-            struct ctl_vm *v = &c->vm[ctl_vm_index(c, d->name, true)];
+            int32_t vi = ctl_vm_index(c, d->name, true); /* may move c->vm */
+            struct ctl_vm *v = &c->vm[vi];
             v->copies++;
             v->host = (int32_t)hi;
             v->seen_on = (int32_t)hi;
             vm_sample(v, d, h->doms.t_ns, (int32_t)hi);
         }
     }
+}
+
+static void count_migration(void *ctx, const char *vm)
+{
+    struct controller *c = ctx;
+    int32_t vi = ctl_vm_index(c, vm, false);
+    if (vi >= 0)
+        c->vm[vi].migrations_day++;
 }
 
 void ctl_observe(struct controller *c)
@@ -206,10 +253,11 @@ void ctl_observe(struct controller *c)
             empty = !h->doms.v[k].active;
         h->empty_ticks = empty ? h->empty_ticks + 1 : 0;
     }
-    double day_ago = (double)now_realtime_ns() / 1e9 - 86400;
     for (size_t i = 0; i < c->n_vm; i++)
-        c->vm[i].migrations_day =
-            c->journal ? ctl_journal_migrations_since(c->journal, c->vm[i].name, day_ago) : 0;
+        c->vm[i].migrations_day = 0;
+    if (c->journal)
+        ctl_journal_migrations_since(c->journal, (double)now_realtime_ns() / 1e9 - 86400,
+                                     count_migration, c);
 }
 
 /* ---- open, recover, close -------------------------------------------- */
@@ -288,8 +336,10 @@ int controller_open_engines(const struct site *site, const struct ctl_options *o
     c->hosts = xcalloc(site->n_hosts, sizeof(*c->hosts));
     for (size_t i = 0; i < site->n_hosts; i++)
         c->hosts[i] = (struct ctl_host){.state = CTL_UNKNOWN, .watts = NAN};
-    for (size_t i = 0; i < site->n_vms; i++)
-        ctl_vm_index(c, site->vms[i].name, true);
+    for (size_t i = 0; i < site->n_vms; i++) {
+        int32_t vi = ctl_vm_index(c, site->vms[i].name, true); /* may move c->vm */
+        c->vm[vi].managed = true;
+    }
     int r = 0;
     if (!opt->dry_run) {
         if (mkdir(site->state_dir, 0700) < 0 && errno != EEXIST) {
@@ -326,6 +376,7 @@ void controller_close(struct controller *c)
         fx_list_free(&c->hosts[i].doms);
     free(c->hosts);
     free(c->vm);
+    free(c->vm_index);
     ctl_policy_free(c);
     if (c->vms)
         c->vms->close(c->vms);

@@ -79,6 +79,7 @@ struct ctl_plan {
     char notes[8][256]; /* why something was not done ("min_hosts_on holds h1 on") */
     size_t n_notes;
     double forecast_mips, capacity_on_mips;
+    double observe_s, plan_s, execute_s; /* what the tick took, wall */
 };
 
 struct controller;
@@ -124,6 +125,8 @@ struct controller {
     struct ctl_host *hosts;
     struct ctl_vm *vm;
     size_t n_vm, cap_vm;
+    int32_t *vm_index; /* control.c: VMs by name (hash of indices, -1 empty) */
+    size_t vm_index_cap;
     struct ctl_journal *journal;
     int lock_fd;
     double now_s, start_s;
@@ -168,6 +171,6 @@ int ctl_journal_end(struct ctl_journal *j, long seq, const char *fmt, ...)
 /* A name as one word of a record ("web 1" -> "web%201"), and back. */
 char *ctl_journal_word(const char *s);
 int ctl_journal_unword(const char *s, char *out, size_t size);
-/* Migrations of VM begun since SINCE_UNIX_S. */
-unsigned ctl_journal_migrations_since(const struct ctl_journal *j, const char *vm,
-                                      double since_unix_s);
+/* FN(CTX, vm) for every migration begun since SINCE_UNIX_S. */
+void ctl_journal_migrations_since(const struct ctl_journal *j, double since_unix_s,
+                                  void (*fn)(void *ctx, const char *vm), void *ctx);

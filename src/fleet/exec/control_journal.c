@@ -257,14 +257,12 @@ int ctl_journal_unword(const char *s, char *out, size_t size)
     return 0;
 }
 
-unsigned ctl_journal_migrations_since(const struct ctl_journal *j, const char *vm,
-                                      double since_unix_s)
+void ctl_journal_migrations_since(const struct ctl_journal *j, double since_unix_s,
+                                  void (*fn)(void *ctx, const char *vm), void *ctx)
 {
-    _cleanup_free_ char *word = ctl_journal_word(vm);
-    _cleanup_free_ char *needle = xasprintf("migrate vm=%s ", word);
-    unsigned n = 0;
+    char word[FLEET_NAME_MAX * 6], vm[FLEET_NAME_MAX * 2];
     for (size_t i = j->n; i-- > 0 && j->r[i].t >= since_unix_s;)
-        if (j->r[i].begin && strncmp(j->r[i].text, needle, strlen(needle)) == 0)
-            n++;
-    return n;
+        if (j->r[i].begin && sscanf(j->r[i].text, "migrate vm=%287s", word) == 1 &&
+            ctl_journal_unword(word, vm, sizeof(vm)) == 0)
+            fn(ctx, vm);
 }

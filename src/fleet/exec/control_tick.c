@@ -121,6 +121,9 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
     json_kv_bool(&j, "dry_run", c->opt.dry_run);
     json_kv_double(&j, "forecast_mips", p->forecast_mips);
     json_kv_double(&j, "capacity_on_mips", p->capacity_on_mips);
+    json_kv_double(&j, "observe_s", p->observe_s);
+    json_kv_double(&j, "plan_s", p->plan_s);
+    json_kv_double(&j, "execute_s", p->execute_s);
     json_key(&j, "hosts");
     json_array_begin(&j);
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
@@ -193,16 +196,22 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
 {
     c->now_s = now_s;
     c->ticks++;
+    uint64_t t0 = now_monotonic_ns();
     ctl_observe(c);
+    uint64_t t1 = now_monotonic_ns();
     struct ctl_plan p = {0};
     int r = ctl_plan_make(c, &p);
     if (r < 0)
         return r;
     missing_vms(c, &p);
     memory_notes(c, &p);
+    uint64_t t2 = now_monotonic_ns();
     bool execute = !c->opt.dry_run && p.n > 0;
     if (execute)
         ctl_execute(c, &p);
+    p.observe_s = (double)(t1 - t0) / 1e9;
+    p.plan_s = (double)(t2 - t1) / 1e9;
+    p.execute_s = (double)(now_monotonic_ns() - t2) / 1e9;
     if (json)
         report_json(c, &p, execute, out);
     else
