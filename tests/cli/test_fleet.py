@@ -244,6 +244,15 @@ def test_help():
     p = watt("check", "--config", os.path.join(SRCDIR, "dist", "fleet.ini.example"))
     if p.returncode != 0 or "2 hosts (1 types), 3 VMs listed" not in p.stdout:
         fail(f"fleet check dist/fleet.ini.example: exit {p.returncode}: {p.stderr.strip()[:200]}")
+    # a fleet of 300 hosts and 3,000 listed VMs (inih's 200-byte lines once broke this)
+    with tempfile.TemporaryDirectory() as d:
+        hosts = "".join(f"[host h{i}]\ntype = {'g4' if i % 2 else 'g5'}\nuri = qemu+ssh://h{i}/system\n"
+                        for i in range(300))
+        vms = ", ".join(f"vm{i}" for i in range(3000))
+        path = write(os.path.join(d, "big.ini"), f"[controller]\npower = none\nvms = {vms}\n{hosts}")
+        p = watt("check", "--config", path)
+        if p.returncode != 0 or "300 hosts (2 types), 3000 VMs listed" not in p.stdout:
+            fail(f"fleet check, 300 hosts: exit {p.returncode}: {p.stderr.strip()[:200]}")
     p = watt("run")
     if p.returncode != 2 or "--config FLEET.INI is required" not in p.stderr:
         fail(f"fleet run without --config: exit {p.returncode}: {p.stderr.strip()[:200]}")
