@@ -8,6 +8,7 @@ or path; never a crash). The live round trip is test_tune_live.py.
 
 Usage: test_tune.py [WATT] (default: $WATT); fixtures from $WATT_FIXTURES."""
 import fcntl
+import difflib
 import json
 import os
 import shutil
@@ -184,9 +185,13 @@ def test_dry_runs():
                   f"{name} {prof}: every change has old != new, a why and an origin")
             t1 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
             t2 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
-            check(t1.returncode == 0 and t1.stdout == t2.stdout and
-                  "Dry run: nothing was changed." in t1.stdout,
-                  f"{name} {prof}: the text diff is stable and says nothing changed")
+            same = t1.returncode == 0 and t1.stdout == t2.stdout
+            why = "" if same else (
+                f" (exit {t1.returncode}/{t2.returncode}; stderr {t1.stderr.strip()[:200]!r}/"
+                f"{t2.stderr.strip()[:200]!r}; diff: " + " | ".join(difflib.unified_diff(
+                    t1.stdout.splitlines(), t2.stdout.splitlines(), lineterm="", n=0))[:1500] + ")")
+            check(same and "Dry run: nothing was changed." in t1.stdout,
+                  f"{name} {prof}: the text diff is stable and says nothing changed{why}")
             lines = t1.stdout.splitlines()
             for line in EXACT.get((name, prof), []):
                 check(line in lines, f"{name} {prof}: line {line.strip()[:90]!r}")
