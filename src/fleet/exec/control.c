@@ -377,7 +377,6 @@ void controller_close(struct controller *c)
     free(c->hosts);
     free(c->vm);
     free(c->vm_index);
-    ctl_policy_free(c);
     if (c->vms)
         c->vms->close(c->vms);
     if (c->power)

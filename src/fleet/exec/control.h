@@ -86,7 +86,6 @@ struct controller;
 
 struct ctl_options {
     bool dry_run; /* plan and print, execute nothing, write no journal */
-    bool verbose;
 };
 
 /* Open: engines, the journal (recovering what a crash left open) and the
@@ -131,7 +130,6 @@ struct controller {
     int lock_fd;
     double now_s, start_s;
     unsigned long ticks;
-    void *policy; /* control_plan.c: the simulator state kept across ticks */
     /* counters for the metrics */
     unsigned long migrations_ok, migrations_failed, power_ons, power_offs, power_failed;
     unsigned long safety_refusals, vms_missing;
@@ -148,7 +146,6 @@ double ctl_policy_param(const struct controller *c, const char *key, double def)
 int ctl_plan_make(struct controller *c, struct ctl_plan *ret);
 void ctl_plan_free(struct ctl_plan *p);
 void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ctl_policy_free(struct controller *c);
 /* Capacity (MIPS at the packing target) of hosts that stay on, and the
  * forecast demand plus spare they must cover, if host SKIP went off. */
 void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, double *ret_need);

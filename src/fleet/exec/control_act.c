@@ -20,7 +20,6 @@
 struct mig_job {
     struct controller *c;
     struct ctl_action *a;
-    double t0_s;
 };
 
 /* Where VM runs now, after a migration: "h2", or why it is not known. */
@@ -107,7 +106,7 @@ static void run_migrations(struct controller *c, struct ctl_plan *p)
     for (size_t i = 0; i < p->n; i++) {
         if (p->v[i].kind != CTL_MIGRATE)
             continue;
-        jobs[k] = (struct mig_job){c, &p->v[i], c->now_s};
+        jobs[k] = (struct mig_job){c, &p->v[i]};
         started[k] = pthread_create(&th[k], NULL, migrate_one, &jobs[k]) == 0;
         if (!started[k])
             migrate_one(&jobs[k]);

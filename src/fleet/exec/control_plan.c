@@ -56,11 +56,6 @@ void ctl_plan_free(struct ctl_plan *p)
     *p = (struct ctl_plan){0};
 }
 
-void ctl_policy_free(struct controller *c)
-{
-    (void)c; /* the snapshot lives for one plan only */
-}
-
 static struct ctl_action *add_action(struct ctl_plan *p)
 {
     if (p->n == p->cap)
