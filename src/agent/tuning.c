@@ -52,11 +52,13 @@ static int open_journal(struct agent_tuning *t, const char *owner, struct journa
 static int restore_owner(struct journal *j, const char *owner, const char *why)
 {
     struct journal_restore_report rep = {0};
-    int r = journal_restore(j, owner, false, &rep);
-    if (rep.restored || rep.failed || rep.skipped)
+    int r = journal_restore(j, owner, 0, &rep);
+    if (rep.restored || rep.failed || rep.skipped || rep.refused || rep.changed || rep.earlier_boot)
         fprintf(stderr,
-                "watt agent: %s: restored %zu value%s of owner %s, %zu failed, %zu skipped\n", why,
-                rep.restored, rep.restored == 1 ? "" : "s", owner, rep.failed, rep.skipped);
+                "watt agent: %s: restored %zu value%s of owner %s, %zu failed, %zu skipped, "
+                "%zu refused, %zu changed since (left), %zu of an earlier boot (left)\n",
+                why, rep.restored, rep.restored == 1 ? "" : "s", owner, rep.failed, rep.skipped,
+                rep.refused, rep.changed, rep.earlier_boot);
     for (size_t i = 0; i < rep.nlines; i++)
         fprintf(stderr, "watt agent:   %s\n", rep.lines[i]);
     journal_restore_report_free(&rep);

@@ -50,6 +50,14 @@ char *xstrdup(const char *s)
     return p;
 }
 
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    if (!p)
+        oom();
+    return p;
+}
+
 char *xasprintf(const char *fmt, ...)
 {
     va_list ap;

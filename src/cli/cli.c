@@ -11,10 +11,13 @@
 
 int cli_open_host(const char *root, struct host **ret)
 {
-    int r = host_open(root, ret);
+    _cleanup_free_ char *err = NULL;
+    int r = host_open_err(root, ret, &err);
     if (r < 0) {
         const char *shown = root ? root : getenv("WATT_ROOT");
-        if (r == -EBADMSG)
+        if (err)
+            fprintf(stderr, "watt: --root %s refused: %s\n", shown, err);
+        else if (r == -EBADMSG)
             fprintf(stderr, "watt: %s/watt-faults: malformed fault line\n", shown);
         else
             fprintf(stderr, "watt: cannot open root '%s': %s\n", shown ? shown : "/",

@@ -32,7 +32,7 @@ enum tune_mode {
 struct tune_opts {
     enum tune_mode mode;
     const char *profile, *root, *confdir, *journal, *owner;
-    bool dry_run, json, verify, verbose;
+    bool dry_run, json, verify, verbose, force;
     double verify_s;
 };
 
@@ -74,19 +74,24 @@ static void tune_usage(FILE *f)
 
 static void restore_usage(FILE *f)
 {
-    fputs("usage: watt restore [--dry-run] [--owner OWNER] [--root DIR] [--journal PATH] "
-          "[--json]\n"
+    fputs("usage: watt restore [--dry-run] [--force] [--owner OWNER] [--root DIR] "
+          "[--journal PATH] [--json]\n"
           "\n"
           "Put back every value watt changed, newest first, from the undo journal, and clear\n"
-          "the journal. Lines the journal cannot vouch for are reported and skipped.\n"
+          "the journal. Only files of watt's knob table are ever written. A value someone\n"
+          "changed since watt wrote it is left as it is (and kept in the journal); a record\n"
+          "of an earlier boot is not written (the boot set the file) and is moved to\n"
+          "JOURNAL.earlier-boot; a corrupt line is moved to JOURNAL.corrupt.\n"
           "\n"
           "  -n, --dry-run      print what would be written, write nothing\n"
+          "  -f, --force        also write values changed since, and an earlier boot's\n"
           "      --owner OWNER  only the values OWNER changed (cli, agent)\n"
           "  -r, --root DIR     a recorded tree instead of / (also $WATT_ROOT)\n"
           "      --journal PATH the journal, relative to the root (default var/lib/watt/journal)\n"
           "  -j, --json         one JSON document\n"
           "\n"
-          "Exit status: 0 everything restored, 1 something failed or was skipped, 2 usage.\n",
+          "Exit status: 0 everything restored (or of an earlier boot), 1 something failed,\n"
+          "was refused, left as changed or skipped as corrupt, 2 usage.\n",
           f);
 }
 
@@ -97,6 +102,7 @@ enum {
     OPT_VERIFY,
     OPT_JOURNAL,
     OPT_OWNER,
+    OPT_FORCE,
 };
 
 static int usage_error(const char *verb, const char *msg, const char *arg)
@@ -140,6 +146,9 @@ static int parse_one(struct tune_opts *o, int ch, const char *verb)
     case OPT_OWNER:
         o->owner = optarg;
         return 0;
+    case 'f':
+        o->force = true;
+        return 0;
     case OPT_STATUS:
         return set_mode(o, MODE_STATUS, verb);
     case OPT_LIST:
@@ -176,8 +185,8 @@ static int check_tune_opts(struct tune_opts *o, int argc, char **argv)
         return usage_error("tune", "--dry-run and --verify go with a profile to apply", NULL);
     if (o->dry_run && o->verify)
         return usage_error("tune", "--verify measures a change: it cannot go with --dry-run", NULL);
-    if (o->owner)
-        return usage_error("tune", "--owner is for watt restore", NULL);
+    if (o->owner || o->force)
+        return usage_error("tune", "--owner and --force are for watt restore", NULL);
     return 0;
 }
 
@@ -191,6 +200,7 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
         {"config-dir", required_argument, NULL, 'c'},
         {"journal", required_argument, NULL, OPT_JOURNAL},
         {"owner", required_argument, NULL, OPT_OWNER},
+        {"force", no_argument, NULL, 'f'},
         {"status", no_argument, NULL, OPT_STATUS},
         {"list", no_argument, NULL, OPT_LIST},
         {"show", required_argument, NULL, OPT_SHOW},
@@ -202,7 +212,7 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
     int ch, r;
     optind = 1;
     opterr = 1;
-    while ((ch = getopt_long(argc, argv, "njvr:c:h", opts, NULL)) != -1)
+    while ((ch = getopt_long(argc, argv, "njvfr:c:h", opts, NULL)) != -1)
         if ((r = parse_one(o, ch, verb)) != 0)
             return r;
     if (!o->confdir)
@@ -450,14 +460,15 @@ static int load_profile(struct tune_run *t, struct profile **ret)
 /* The journal as it is (empty when there is none yet); problems to stderr. */
 static int read_journal(struct tune_run *t, struct journal_log *log)
 {
-    int r = journal_read(t->h, t->o.journal, log);
+    _cleanup_free_ char *err = NULL;
+    int r = journal_read_err(t->h, t->o.journal, log, &err);
     if (r == -ENOENT) {
         *log = (struct journal_log){0};
         return 0;
     }
     if (r < 0) {
         fprintf(stderr, "watt %s: cannot read the journal %s: %s\n", t->verb, t->journal_shown,
-                strerror(-r));
+                err ? err : strerror(-r));
         return r;
     }
     for (size_t i = 0; i < log->nproblems; i++)
@@ -660,66 +671,148 @@ static int run_apply(struct tune_run *t)
 
 /* ---------------------------------------------------------------- status */
 
-/* The first record of each path: its original value. */
-static size_t originals(const struct journal_log *log, const struct journal_entry ***ret)
+/* The first record of each path (its original value) and the newest
+ * (what watt last wrote there). */
+struct path_records {
+    const struct journal_entry *first, *last;
+};
+
+static size_t path_records(const struct journal_log *log, struct path_records **ret)
 {
-    const struct journal_entry **v = xcalloc(log->n ? log->n : 1, sizeof(*v));
+    struct path_records *v = xcalloc(log->n ? log->n : 1, sizeof(*v));
     size_t n = 0;
     for (size_t i = 0; i < log->n; i++) {
         const struct journal_entry *e = &log->v[i];
-        bool seen = !e->path;
-        for (size_t k = 0; k < n && !seen; k++)
-            seen = v[k]->dir == e->dir && streq(v[k]->path, e->path);
-        if (!seen)
-            v[n++] = e;
+        size_t k = 0;
+        while (k < n && !(v[k].first->dir == e->dir && streq(v[k].first->path, e->path)))
+            k++;
+        if (k == n)
+            v[n++] = (struct path_records){e, e};
+        else
+            v[k].last = e;
     }
     *ret = v;
     return n;
 }
 
 struct status_row {
-    const struct journal_entry *e;
-    char *orig, *now; /* active values; now NULL when unreadable */
-    int err;
+    const struct journal_entry *e, *last;
+    enum journal_verdict verdict;
+    char *orig, *now, *wrote; /* active values, escaped; now NULL when unreadable */
+    const char *why;          /* REFUSED: why */
 };
 
+/* One row per path the journal holds whose value is not its original:
+ * watt's (the file shows what watt wrote), someone else's since, an
+ * earlier boot's, or a record the journal refuses. */
 static size_t status_rows(struct tune_run *t, const struct journal_log *log,
                           struct status_row **ret)
 {
-    const struct journal_entry **v;
-    size_t n = originals(log, &v), nrows = 0;
+    struct path_records *v;
+    size_t n = path_records(log, &v), nrows = 0;
     struct status_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
     for (size_t i = 0; i < n; i++) {
-        _cleanup_free_ char *raw = NULL;
-        int r = host_read_str(t->h, v[i]->dir, v[i]->path, &raw);
-        _cleanup_free_ char *orig = tune_value_active(v[i]->old_value);
-        char *now = r < 0 ? NULL : tune_value_active(raw);
-        if (now && streq(now, orig)) {
+        char *now = NULL;
+        const char *why = NULL;
+        enum journal_verdict verdict = journal_judge(t->h, log, v[i].last, &now, &why);
+        _cleanup_free_ char *orig = journal_value_active(v[i].first->old_value);
+        if (verdict == JOURNAL_GONE || (now && streq(now, orig) && verdict != JOURNAL_REFUSED)) {
             free(now);
             continue;
         }
-        rows[nrows++] = (struct status_row){v[i], TAKE_PTR(orig), now, r < 0 ? -r : 0};
+        _cleanup_free_ char *wrote = journal_value_active(journal_entry_written(v[i].last));
+        rows[nrows++] = (struct status_row){
+            .e = v[i].first,
+            .last = v[i].last,
+            .verdict = verdict,
+            .orig = journal_escape(orig),
+            .now = now ? journal_escape(now) : NULL,
+            .wrote = journal_escape(wrote),
+            .why = why,
+        };
+        free(now);
     }
     free(v);
     *ret = rows;
     return nrows;
 }
 
+static const char *verdict_word(enum journal_verdict v)
+{
+    switch (v) {
+    case JOURNAL_OURS:
+        return "watt";
+    case JOURNAL_CHANGED:
+        return "changed-since";
+    case JOURNAL_EARLIER_BOOT:
+        return "earlier-boot";
+    case JOURNAL_REFUSED:
+        return "refused";
+    case JOURNAL_GONE:
+        return "gone";
+    default:
+        return "unreadable";
+    }
+}
+
+static size_t count_rows(const struct status_row *rows, size_t n, enum journal_verdict v)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += rows[i].verdict == v;
+    return c;
+}
+
+static void status_section(const struct status_row *rows, size_t n, enum journal_verdict v,
+                           const char *title)
+{
+    size_t c = count_rows(rows, n, v);
+    if (!c)
+        return;
+    printf("%s (%zu):\n", title, c);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].verdict != v)
+            continue;
+        const struct journal_entry *e = rows[i].e;
+        if (v == JOURNAL_REFUSED) {
+            _cleanup_free_ char *path = journal_escape(e->path);
+            printf("  journal line %u: %s/%s: %s\n", rows[i].last->line,
+                   e->dir == HOST_PROC  ? "proc"
+                   : e->dir == HOST_SYS ? "sys"
+                                        : "dev",
+                   path, rows[i].why);
+            continue;
+        }
+        _cleanup_free_ char *kpath = host_kernel_path(e->dir, e->path);
+        const char *knob = tune_knob_for_path(e->dir, e->path);
+        const char *now = rows[i].now ? rows[i].now : "unreadable";
+        if (v == JOURNAL_CHANGED || v == JOURNAL_EARLIER_BOOT)
+            printf("  %s: %s, watt wrote %s, now %s  (%s%s%s)\n", kpath, rows[i].orig,
+                   rows[i].wrote, now, knob ? knob : "", knob ? ", " : "",
+                   e->owner ? e->owner : "?");
+        else
+            printf("  %s: %s -> %s  (%s%s%s)\n", kpath, rows[i].orig, now, knob ? knob : "",
+                   knob ? ", " : "", e->owner ? e->owner : "?");
+    }
+}
+
 static void status_text(struct tune_run *t, const struct journal_log *log,
                         const struct status_row *rows, size_t n)
 {
+    size_t ours = count_rows(rows, n, JOURNAL_OURS) + count_rows(rows, n, JOURNAL_UNREADABLE);
     if (!n)
         printf("Nothing differs from the original values.\n");
-    else
-        printf("Changed from the original values (%zu):\n", n);
-    for (size_t i = 0; i < n; i++) {
-        const struct journal_entry *e = rows[i].e;
-        _cleanup_free_ char *kpath = host_kernel_path(e->dir, e->path);
-        const char *knob = tune_knob_for_path(e->dir, e->path);
-        printf("  %s: %s -> %s  (%s%s%s)\n", kpath, rows[i].orig,
-               rows[i].now ? rows[i].now : "unreadable", knob ? knob : "", knob ? ", " : "",
-               e->owner ? e->owner : "?");
-    }
+    else if (!ours)
+        printf("Nothing watt changed differs from the original values.\n");
+    status_section(rows, n, JOURNAL_OURS, "Changed from the original values");
+    status_section(rows, n, JOURNAL_UNREADABLE, "Changed by watt, now unreadable");
+    status_section(rows, n, JOURNAL_CHANGED,
+                   "Changed since by someone else (watt restore leaves these; --force puts the "
+                   "originals back)");
+    status_section(rows, n, JOURNAL_EARLIER_BOOT,
+                   "From an earlier boot (watt restore moves these records aside)");
+    status_section(rows, n, JOURNAL_REFUSED,
+                   "Refused records (no knob of watt's: never written back)");
     printf("\nJournal %s: %zu record%s", t->journal_shown, log->n, log->n == 1 ? "" : "s");
     if (log->nproblems)
         printf(", %zu line%s skipped", log->nproblems, log->nproblems == 1 ? "" : "s");
@@ -739,17 +832,26 @@ static void status_json(struct tune_run *t, const struct journal_log *log,
     json_kv_u64(&j, "records", log->n);
     json_key(&j, "changed");
     json_array_begin(&j);
-    for (size_t i = 0; i < n; i++) {
-        _cleanup_free_ char *kpath = host_kernel_path(rows[i].e->dir, rows[i].e->path);
-        json_object_begin(&j);
-        json_kv_string(&j, "path", kpath);
-        json_kv_string(&j, "knob", tune_knob_for_path(rows[i].e->dir, rows[i].e->path));
-        json_kv_string(&j, "original", rows[i].orig);
-        json_kv_string(&j, "now", rows[i].now);
-        json_kv_string(&j, "error", rows[i].err ? errno_name(rows[i].err) : NULL);
-        json_kv_string(&j, "owner", rows[i].e->owner);
-        json_object_end(&j);
-    }
+    for (size_t pass = 0; pass < 2; pass++) /* watt's first, then the others */
+        for (size_t i = 0; i < n; i++) {
+            const struct status_row *r = &rows[i];
+            bool ours = r->verdict == JOURNAL_OURS || r->verdict == JOURNAL_UNREADABLE;
+            if (ours != (pass == 0))
+                continue;
+            _cleanup_free_ char *kpath = host_kernel_path(r->e->dir, r->e->path);
+            json_object_begin(&j);
+            json_kv_string(&j, "path", kpath);
+            json_kv_string(&j, "knob", tune_knob_for_path(r->e->dir, r->e->path));
+            json_kv_string(&j, "original", r->orig);
+            json_kv_string(&j, "wrote", r->wrote);
+            json_kv_string(&j, "now", r->now);
+            json_kv_string(&j, "by", verdict_word(r->verdict));
+            json_kv_string(&j, "error", r->verdict == JOURNAL_UNREADABLE ? "unreadable" : NULL);
+            json_kv_string(&j, "refused", r->why);
+            json_kv_string(&j, "owner", r->e->owner);
+            json_kv_u64(&j, "line", r->last->line);
+            json_object_end(&j);
+        }
     json_array_end(&j);
     json_strings(&j, "problems", log->problems, log->nproblems);
     json_object_end(&j);
@@ -770,6 +872,7 @@ static int run_status(struct tune_run *t)
     for (size_t i = 0; i < n; i++) {
         free(rows[i].orig);
         free(rows[i].now);
+        free(rows[i].wrote);
     }
     free(rows);
     journal_log_free(&log);
@@ -891,10 +994,16 @@ static void restore_print(struct tune_run *t, const struct journal_restore_repor
         json_kv_string(&j, "schema", "watt-restore/1");
         json_kv_string(&j, "journal", t->journal_shown);
         json_kv_bool(&j, "dry_run", t->o.dry_run);
+        json_kv_bool(&j, "force", t->o.force);
         json_kv_u64(&j, "restored", rep->restored);
         json_kv_u64(&j, "failed", rep->failed);
         json_kv_u64(&j, "skipped", rep->skipped);
         json_kv_u64(&j, "gone", rep->gone);
+        json_kv_u64(&j, "refused", rep->refused);
+        json_kv_u64(&j, "changed", rep->changed);
+        json_kv_u64(&j, "earlier_boot", rep->earlier_boot);
+        json_kv_string(&j, "corrupt_file", rep->corrupt_file);
+        json_kv_string(&j, "earlier_boot_file", rep->boot_file);
         json_strings(&j, "lines", rep->lines, rep->nlines);
         json_kv_bool(&j, "ok", r >= 0);
         json_object_end(&j);
@@ -908,7 +1017,49 @@ static void restore_print(struct tune_run *t, const struct journal_restore_repor
            rep->restored == 1 ? "" : "s", t->journal_shown, rep->failed, rep->skipped);
     if (rep->gone)
         printf(", %zu gone", rep->gone);
+    if (rep->refused)
+        printf(", %zu refused", rep->refused);
+    if (rep->changed)
+        printf(", %zu changed since (left)", rep->changed);
+    if (rep->earlier_boot)
+        printf(", %zu of an earlier boot (left)", rep->earlier_boot);
     printf(".\n");
+}
+
+/* What could not be done, on stderr, one sentence each. */
+static void restore_explain(struct tune_run *t, const struct journal_restore_report *rep, int r)
+{
+    const char *me = "watt restore";
+    if (r < 0 && r != -EIO)
+        fprintf(stderr, "%s: %s: %s\n", me, t->journal_shown, strerror(-r));
+    if (rep->failed)
+        fprintf(stderr,
+                "%s: %zu value%s not restored (see above); the journal keeps %s for "
+                "another try\n",
+                me, rep->failed, rep->failed == 1 ? "" : "s", rep->failed == 1 ? "it" : "them");
+    if (rep->refused)
+        fprintf(stderr,
+                "%s: %zu journal record%s refused: %s no file watt changes (see above); "
+                "kept in the journal, never written\n",
+                me, rep->refused, rep->refused == 1 ? "" : "s",
+                rep->refused == 1 ? "it names" : "they name");
+    if (rep->changed)
+        fprintf(stderr,
+                "%s: %zu value%s changed since watt wrote %s: left as %s, kept in the "
+                "journal (watt restore --force puts the original%s back)\n",
+                me, rep->changed, rep->changed == 1 ? "" : "s", rep->changed == 1 ? "it" : "them",
+                rep->changed == 1 ? "it is" : "they are", rep->changed == 1 ? "" : "s");
+    if (rep->earlier_boot)
+        fprintf(stderr,
+                "%s: the journal holds %zu value%s of an earlier boot, which set %s anew: "
+                "not written%s%s (watt restore --force writes them)\n",
+                me, rep->earlier_boot, rep->earlier_boot == 1 ? "" : "s",
+                rep->earlier_boot == 1 ? "it" : "them", rep->boot_file ? "; moved to " : "",
+                rep->boot_file ? rep->boot_file : "");
+    if (rep->skipped)
+        fprintf(stderr, "%s: %zu journal line%s skipped as corrupt (see above)%s%s\n", me,
+                rep->skipped, rep->skipped == 1 ? "" : "s", rep->corrupt_file ? "; moved to " : "",
+                rep->corrupt_file ? rep->corrupt_file : "");
 }
 
 static int run_restore(struct tune_run *t)
@@ -929,20 +1080,11 @@ static int run_restore(struct tune_run *t)
         return 1;
     }
     struct journal_restore_report rep = {0};
-    r = journal_restore(j, t->o.owner, t->o.dry_run, &rep);
+    unsigned flags = (t->o.dry_run ? JOURNAL_DRY_RUN : 0) | (t->o.force ? JOURNAL_FORCE : 0);
+    r = journal_restore(j, t->o.owner, flags, &rep);
     journal_close(j);
     restore_print(t, &rep, r);
-    if (r < 0 && r != -EIO)
-        fprintf(stderr, "watt restore: %s: %s\n", t->journal_shown, strerror(-r));
-    if (r == -EIO && rep.failed)
-        fprintf(stderr,
-                "watt restore: %zu value%s not restored (see above); the journal keeps "
-                "%s for another try\n",
-                rep.failed, rep.failed == 1 ? "" : "s", rep.failed == 1 ? "it" : "them");
-    if (r == -EIO && rep.skipped)
-        fprintf(stderr, "watt restore: %zu journal line%s skipped as corrupt (see above)%s\n",
-                rep.skipped, rep.skipped == 1 ? "" : "s",
-                t->o.dry_run ? "" : " and dropped from the journal");
+    restore_explain(t, &rep, r);
     journal_restore_report_free(&rep);
     return r < 0 ? 1 : 0;
 }

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/util.h"
+#include "host/beneath.h"
 #include "host/fault.h"
 
 #define HOST_MAX_FILE (64u << 20)
@@ -35,7 +35,27 @@ const char *host_dir_name(enum host_dir d)
     return dir_names[d];
 }
 
-int host_open(const char *root, struct host **ret)
+/* A recorded root's sys, proc, dev and var must be its own directories:
+ * a link there ("sys -> /sys") would mix the running machine into a
+ * replay, and "var -> /var" would put a fixture's journal and its writes
+ * on the live machine. */
+static int check_root_dirs(int rootfd, const char *root, char **ret_err)
+{
+    static const char *const names[] = {"sys", "proc", "dev", "var"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        struct stat st;
+        if (fstatat(rootfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+            continue;
+        if (ret_err)
+            *ret_err = xasprintf("%s/%s is a symbolic link: a root's sys, proc, dev and var must "
+                                 "be directories in it, not links out of it",
+                                 root, names[i]);
+        return -ELOOP;
+    }
+    return 0;
+}
+
+int host_open_err(const char *root, struct host **ret, char **ret_err)
 {
     if (!root)
         root = getenv("WATT_ROOT");
@@ -45,16 +65,22 @@ int host_open(const char *root, struct host **ret)
     _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
         return -errno;
-    char *real = realpath(root, NULL);
+    _cleanup_free_ char *real = realpath(root, NULL);
     if (!real)
         return -errno;
+    bool live = streq(real, "/");
+    if (!live) {
+        int r = check_root_dirs(rootfd, root, ret_err);
+        if (r < 0)
+            return r;
+    }
 
     struct host *h = xcalloc(1, sizeof(*h));
     h->root = xstrdup(root);
-    h->root_real = real;
-    h->live = streq(real, "/");
+    h->root_real = TAKE_PTR(real);
+    h->live = live;
     for (int d = 0; d < HOST_ROOTDIR; d++)
-        h->fd[d] = openat(rootfd, dir_names[d], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        h->fd[d] = openat(rootfd, dir_names[d], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     h->fd[HOST_ROOTDIR] = TAKE_FD(rootfd);
     if (h->fd[HOST_SYS] < 0 && h->fd[HOST_PROC] < 0) {
         host_close(h);
@@ -69,6 +95,11 @@ int host_open(const char *root, struct host **ret)
     }
     *ret = h;
     return 0;
+}
+
+int host_open(const char *root, struct host **ret)
+{
+    return host_open_err(root, ret, NULL);
 }
 
 void host_close(struct host *h)
@@ -168,27 +199,17 @@ static void record_links(struct host *h, enum host_dir d, const char *path)
     }
 }
 
-/* Open under dfd. On a recorded root the walk must stay inside the tree:
- * openat2(RESOLVE_BENEATH) refuses absolute symlinks and "..": a tree's
- * "proc/stat -> /proc/stat" would otherwise mix the running machine into
- * a replay. Kernels before 5.6 lack openat2: plain openat there. */
+/* Open under dfd, never leaving it (beneath.h): on a recorded root a
+ * tree's "proc/stat -> /proc/stat" would otherwise mix the running
+ * machine into a replay; on a live root a path such as
+ * "self/root/etc/passwd" under /proc would reach any file, and a write
+ * must reach only the kernel file it names. Live state files (the
+ * journal under "/") resolve as in a chroot at "/": an administrator's
+ * "/var -> /data/var" still works, a magic link never does. */
 static int root_openat_mode(const struct host *h, int dfd, const char *path, int flags, mode_t mode)
 {
-    flags |= O_CLOEXEC;
-    if (!(flags & O_CREAT))
-        mode = 0; /* openat2() refuses a mode it would not use */
-    if (!h->live) {
-        struct open_how how = {.flags = (uint64_t)flags,
-                               .mode = mode,
-                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-        long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-        if (fd >= 0)
-            return (int)fd;
-        if (errno != ENOSYS)
-            return -errno;
-    }
-    int fd = openat(dfd, path, flags, mode);
-    return fd < 0 ? -errno : fd;
+    bool in_root = h->live && dfd == h->fd[HOST_ROOTDIR];
+    return beneath_open(dfd, path, flags, mode, in_root ? BENEATH_IN_ROOT : BENEATH_STRICT);
 }
 
 static int root_openat(const struct host *h, int dfd, const char *path, int flags)
@@ -567,48 +588,140 @@ int host_write(struct host *h, enum host_dir d, const char *path, const char *va
     return host_write_raw(h, d, path, line, len + 1);
 }
 
-/* Create the missing directories above PATH (relative to the root). */
-static int state_mkdirs(struct host *h, const char *path)
+/* The directory above PATH (relative to the root), opened beneath the
+ * root, and the last component of PATH. With CREATE, missing directories
+ * are made (0755) one at a time, each in the directory fd before it, so
+ * that no link can put them outside the root. */
+static int state_parent(struct host *h, const char *path, bool create, const char **ret_base)
 {
-    _cleanup_free_ char *p = xstrdup(path);
-    for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
-        if (s == p)
-            continue;
-        *s = '\0';
-        int r = mkdirat(h->fd[HOST_ROOTDIR], p, 0755);
-        *s = '/';
-        if (r < 0 && errno != EEXIST)
+    const char *slash = strrchr(path, '/');
+    *ret_base = slash ? slash + 1 : path;
+    if (!slash)
+        return root_openat(h, h->fd[HOST_ROOTDIR], ".", O_PATH | O_DIRECTORY);
+    _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+    if (!dir)
+        return -ENOMEM;
+    int fd = root_openat(h, h->fd[HOST_ROOTDIR], dir, O_PATH | O_DIRECTORY);
+    if (fd != -ENOENT || !create)
+        return fd;
+    /* make the missing ones, from the top */
+    _cleanup_close_ int cur = root_openat(h, h->fd[HOST_ROOTDIR], ".", O_PATH | O_DIRECTORY);
+    if (cur < 0)
+        return cur;
+    for (char *c = dir; *c;) {
+        size_t n = strcspn(c, "/");
+        char save = c[n];
+        c[n] = '\0';
+        if (n && mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
             return -errno;
+        int next = n ? root_openat(h, cur, c, O_PATH | O_DIRECTORY) : -1;
+        if (n && next < 0)
+            return next;
+        if (n) {
+            close(cur);
+            cur = next;
+        }
+        c[n] = save;
+        c += n + (save ? 1 : 0);
     }
-    return 0;
+    return TAKE_FD(cur);
 }
 
 int host_state_open(struct host *h, const char *path, int flags, mode_t mode)
 {
     if (!*path || path[0] == '/')
         return -EINVAL;
-    if (flags & O_CREAT) {
-        int r = state_mkdirs(h, path);
-        if (r < 0)
-            return r;
-    }
-    return root_openat_mode(h, h->fd[HOST_ROOTDIR], path, flags | O_NOFOLLOW | O_NOCTTY, mode);
+    const char *base;
+    _cleanup_close_ int dfd = state_parent(h, path, flags & O_CREAT, &base);
+    if (dfd < 0)
+        return dfd;
+    if (!*base || streq(base, ".") || streq(base, ".."))
+        return -EINVAL;
+    int fd = openat(dfd, base, flags | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+    return fd < 0 ? -errno : fd;
 }
 
 int host_state_rename(struct host *h, const char *from, const char *to)
 {
-    if (renameat(h->fd[HOST_ROOTDIR], from, h->fd[HOST_ROOTDIR], to) < 0)
+    const char *bfrom, *bto;
+    _cleanup_close_ int ffd = state_parent(h, from, false, &bfrom);
+    if (ffd < 0)
+        return ffd;
+    _cleanup_close_ int tfd = state_parent(h, to, false, &bto);
+    if (tfd < 0)
+        return tfd;
+    if (renameat(ffd, bfrom, tfd, bto) < 0)
         return -errno;
     /* The rename is durable once its directory is: fsync it. */
-    const char *slash = strrchr(to, '/');
-    _cleanup_free_ char *dir = slash ? strndup(to, (size_t)(slash - to)) : xstrdup(".");
-    if (!dir)
-        return -ENOMEM;
-    _cleanup_close_ int fd =
-        root_openat(h, h->fd[HOST_ROOTDIR], dir, O_RDONLY | O_DIRECTORY | O_NOCTTY);
+    _cleanup_close_ int fd = openat(tfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return fd;
+        return -errno;
     return fsync(fd) < 0 ? -errno : 0;
+}
+
+int host_state_fsync_dir(struct host *h, const char *path)
+{
+    const char *base;
+    _cleanup_close_ int dfd = state_parent(h, path, false, &base);
+    if (dfd < 0)
+        return dfd;
+    _cleanup_close_ int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    return fsync(fd) < 0 ? -errno : 0;
+}
+
+/* Whether ST may be trusted with state that root acts on: owned by root
+ * or by us (a tree of our own under --root), writable by nobody else. */
+static char *untrusted_why(const struct stat *st, const char *shown)
+{
+    if (st->st_uid != 0 && st->st_uid != geteuid())
+        return xasprintf("%s is owned by uid %u, not by root: refusing to use it (chown root "
+                         "%s, after checking its content)",
+                         shown, (unsigned)st->st_uid, shown);
+    if (st->st_mode & (S_IWGRP | S_IWOTH))
+        return xasprintf("%s is writable by %s (mode %04o): refusing to use it (chmod go-w %s, "
+                         "after checking its content)",
+                         shown, (st->st_mode & S_IWOTH) ? "others" : "its group",
+                         (unsigned)(st->st_mode & 07777), shown);
+    return NULL;
+}
+
+int host_state_check(struct host *h, const char *path, char **ret_why)
+{
+    if (!*path || path[0] == '/')
+        return -EINVAL;
+    _cleanup_free_ char *p = xstrdup(path);
+    /* every directory below the root, then the file itself */
+    for (char *s = p;; s++) {
+        bool end = !*s;
+        if (*s != '/' && !end)
+            continue;
+        char save = *s;
+        *s = '\0';
+        struct stat st;
+        _cleanup_close_ int fd = *p ? root_openat(h, h->fd[HOST_ROOTDIR], p, O_PATH) : -ENOENT;
+        if (fd >= 0 && fstat(fd, &st) == 0) {
+            _cleanup_free_ char *shown = host_state_display_path(h, p);
+            char *why = untrusted_why(&st, shown);
+            if (why) {
+                if (ret_why)
+                    *ret_why = why;
+                else
+                    free(why);
+                return -EPERM;
+            }
+        } else if (fd != -ENOENT && fd < 0) {
+            _cleanup_free_ char *shown = host_state_display_path(h, p);
+            if (ret_why)
+                *ret_why = xasprintf("cannot check %s: %s", shown, strerror(-fd));
+            return fd;
+        }
+        *s = save;
+        if (end || fd == -ENOENT)
+            break; /* what does not exist yet is made by us, 0755/0644 */
+    }
+    return 0;
 }
 
 char *host_state_display_path(const struct host *h, const char *path)

@@ -45,8 +45,11 @@ struct host {
     bool tracefs_mounted;      /* host_tracefs_events() mounted it: unmount it again */
 };
 
-/* root NULL means $WATT_ROOT, else "/". */
+/* root NULL means $WATT_ROOT, else "/". A recorded root whose sys, proc,
+ * dev or var is a symbolic link is refused (-ELOOP; ret_err, when not
+ * NULL, gets one sentence naming it): those must be the tree's own. */
 int host_open(const char *root, struct host **ret);
+int host_open_err(const char *root, struct host **ret, char **ret_err);
 void host_close(struct host *h);
 void host_set_recorder(struct host *h, struct host_recorder *rec);
 
@@ -108,13 +111,24 @@ int host_write(struct host *h, enum host_dir d, const char *path, const char *va
 int host_write_raw(struct host *h, enum host_dir d, const char *path, const void *buf, size_t len);
 
 /* The tune layer's own files under the root (the journal: ROOT/var/lib/
- * watt/journal), not kernel paths. PATH is relative to the root. Opens
- * with O_CLOEXEC | O_NOFOLLOW (and, on a recorded root, never leaves the
- * tree); with O_CREAT, missing parent directories are made (0755). */
+ * watt/journal), not kernel paths. PATH is relative to the root. The
+ * directories are resolved beneath the root (links may not leave it;
+ * on a live root, as in a chroot at "/") and the file is opened with
+ * O_CLOEXEC | O_NOFOLLOW; with O_CREAT, missing parent directories are
+ * made (0755), each inside the one before it. */
 int host_state_open(struct host *h, const char *path, int flags, mode_t mode);
 /* renameat() FROM over TO, then fsync() of TO's directory, so the rename
  * survives a power cut. */
 int host_state_rename(struct host *h, const char *from, const char *to);
+/* fsync() of the directory holding PATH: a new file's entry survives a
+ * power cut. */
+int host_state_fsync_dir(struct host *h, const char *path);
+/* Whether state at PATH may be trusted: every directory from below the
+ * root down to PATH, and PATH itself, that exists is owned by root (or by
+ * this process's user: a tree of one's own under --root) and is not
+ * writable by group or others. -EPERM with ret_why one sentence naming
+ * the file, its owner or mode, and the command that fixes it. */
+int host_state_check(struct host *h, const char *path, char **ret_why);
 /* "/var/lib/watt/journal", or "ROOT/var/lib/watt/journal". Owned. */
 char *host_state_display_path(const struct host *h, const char *path);
 

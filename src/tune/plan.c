@@ -12,6 +12,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "tune/journal.h"
+#include "tune/knob.h"
 #include "tune/knobs.h"
 #include "tune/profile.h"
 
@@ -93,60 +94,13 @@ void tune_plan_free(struct tune_plan *p)
 
 char *tune_value_active(const char *raw)
 {
-    const char *open = raw ? strchr(raw, '[') : NULL;
-    const char *close = open ? strchr(open, ']') : NULL;
-    if (close && close > open + 1)
-        return strndup(open + 1, (size_t)(close - open - 1)) ?: xstrdup("");
-    char *s = xstrdup(raw ? raw : "");
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t'))
-        s[--n] = '\0';
-    return s;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-    return strncmp(s, prefix, strlen(prefix)) == 0;
+    return journal_value_active(raw);
 }
 
 const char *tune_knob_for_path(enum host_dir d, const char *path)
 {
-    static const struct {
-        enum host_dir d;
-        const char *prefix, *suffix, *knob;
-    } map[] = {
-        {HOST_SYS, "devices/system/cpu/", "/scaling_governor", "cpufreq.governor"},
-        {HOST_SYS, "devices/system/cpu/", "/energy_performance_preference", "cpufreq.epp"},
-        {HOST_SYS, "devices/system/cpu/cpufreq/boost", "", "cpufreq.boost"},
-        {HOST_SYS, "devices/system/cpu/intel_pstate/no_turbo", "", "cpufreq.boost"},
-        {HOST_SYS, "devices/system/cpu/", "/scaling_min_freq", "cpufreq.min_freq"},
-        {HOST_SYS, "devices/system/cpu/", "/scaling_max_freq", "cpufreq.max_freq"},
-        {HOST_SYS, "devices/system/cpu/cpu", "/disable", "cpuidle.max_latency_us"},
-        {HOST_SYS, "devices/system/cpu/cpu", "/power/pm_qos_resume_latency_us",
-         "pm_qos.resume_latency_us"},
-        {HOST_SYS, "", "/link_power_management_policy", "devices.sata_link_pm"},
-        {HOST_SYS, "module/pcie_aspm/parameters/policy", "", "devices.pcie_aspm"},
-        {HOST_SYS, "", "/power/control", "devices.runtime_pm"},
-        {HOST_SYS, "", "/power/autosuspend_delay_ms", "devices.autosuspend_delay_ms"},
-        {HOST_PROC, "sys/kernel/nmi_watchdog", "", "kernel.nmi_watchdog"},
-        {HOST_PROC, "sys/vm/dirty_writeback_centisecs", "", "kernel.dirty_writeback_centisecs"},
-    };
-    if (!path)
-        return NULL;
-    for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
-        if (map[i].d != d || !starts_with(path, map[i].prefix) || !ends_with(path, map[i].suffix))
-            continue;
-        if (!*map[i].suffix && !streq(path, map[i].prefix))
-            continue; /* a whole path: exactly it */
-        return map[i].knob;
-    }
-    return NULL;
+    const struct knob *k = knob_find(d, path);
+    return k ? k->name : NULL;
 }
 
 /* The device planner changes only devices that never suspend; one that
@@ -251,6 +205,47 @@ static int add_revert(struct host *h, struct tune_plan *out, const struct journa
     return tune_plan_add(out, e->dir, e->path, now, orig, knob ? knob : "journal", why, origin);
 }
 
+/* Whether the path of LOG's record I (its first) is still watt's to put
+ * back: judged at its newest record. A value someone else changed since,
+ * one an earlier boot set, or a record the journal may not write, is
+ * left as it is, with a note. */
+static bool revert_ok(struct host *h, struct tune_plan *p, const struct journal_log *log, size_t i,
+                      const char *owner, const char *journal)
+{
+    const struct journal_entry *e = &log->v[i], *last = e;
+    for (size_t k = i + 1; k < log->n; k++)
+        if (log->v[k].dir == e->dir && streq(log->v[k].path, e->path) &&
+            (!owner || streq(log->v[k].owner, owner)))
+            last = &log->v[k];
+    _cleanup_free_ char *now = NULL;
+    const char *why = NULL;
+    enum journal_verdict v = journal_judge(h, log, last, &now, &why);
+    _cleanup_free_ char *kpath = host_kernel_path(e->dir, e->path);
+    switch (v) {
+    case JOURNAL_OURS:
+        return true;
+    case JOURNAL_CHANGED: {
+        _cleanup_free_ char *shown = journal_escape(now ? now : "");
+        tune_plan_note(p,
+                       "%s shows '%s', not what watt wrote (%s:%u): changed since by someone "
+                       "else, so it is not put back",
+                       kpath, shown, journal, last->line);
+        return false;
+    }
+    case JOURNAL_EARLIER_BOOT:
+        tune_plan_note(p,
+                       "%s: %s:%u is from an earlier boot, which set the file anew: not put "
+                       "back (watt restore moves such records aside)",
+                       kpath, journal, last->line);
+        return false;
+    case JOURNAL_REFUSED:
+        tune_plan_note(p, "%s:%u refused: %s", journal, last->line, why);
+        return false;
+    default:
+        return false; /* gone or unreadable: nothing to put back */
+    }
+}
+
 int tune_plan_add_reverts(struct host *h, struct tune_plan *p, const struct journal_log *log,
                           const char *owner, const char *profile, const char *journal)
 {
@@ -265,7 +260,8 @@ int tune_plan_add_reverts(struct host *h, struct tune_plan *p, const struct jour
             continue; /* not its first record: the original is older */
         if (plan_covers(p, e->dir, e->path))
             continue;
-        add_revert(h, &back, e, profile, journal);
+        if (revert_ok(h, p, log, i, owner, journal))
+            add_revert(h, &back, e, profile, journal);
     }
     if (!back.n) {
         tune_plan_free(&back);

@@ -214,7 +214,15 @@ static void test_set_rollback(void **state)
     assert_file(root, "sys/" GOV, "performance\n");
     assert_file(root, "proc/" WB, "1500\n");
     /* a missing knob: its error, and nothing recorded */
-    assert_int_equal(journal_set(j, HOST_SYS, "devices/nope", "1", NULL), -ENOENT);
+    assert_int_equal(journal_set(j, HOST_SYS, "devices/system/cpu/cpufreq/policy9/scaling_governor",
+                                 "performance", NULL),
+                     -ENOENT);
+    /* a file no knob names, or a value the knob does not take: refused */
+    assert_int_equal(journal_set(j, HOST_SYS, "devices/nope", "1", NULL), -EPERM);
+    assert_int_equal(journal_set(j, HOST_SYS, "kernel/uevent_helper", "/tmp/x", NULL), -EPERM);
+    assert_int_equal(journal_set(j, HOST_PROC, "sys/kernel/core_pattern", "|/tmp/x", NULL), -EPERM);
+    assert_int_equal(journal_set(j, HOST_SYS, GOV, "perf ormance", NULL), -EPERM);
+    assert_int_equal(journal_set(j, HOST_PROC, WB, "-1", NULL), -EPERM);
     struct journal_log log;
     assert_int_equal(journal_read(h, NULL, &log), 0);
     assert_int_equal(log.n, 2);

@@ -267,13 +267,14 @@ static void test_pm_qos_words(void **state)
     free(root);
 }
 
-static void entry(struct journal_entry *e, const char *path, const char *old)
+static void entry(struct journal_entry *e, const char *path, const char *old, const char *new)
 {
-    *e = (struct journal_entry){.owner = (char *)"cli",
+    *e = (struct journal_entry){.kind = 'W',
+                                .owner = (char *)"cli",
                                 .dir = HOST_SYS,
                                 .path = (char *)path,
                                 .old_value = (char *)old,
-                                .new_value = (char *)"x",
+                                .new_value = (char *)new,
                                 .line = 2};
 }
 
@@ -282,13 +283,18 @@ static void test_reverts(void **state)
     char *root = small_tree();
     tree_write(root, CPU "cpufreq/policy0/scaling_governor", "performance\n");
     tree_write(root, CPU "cpu0/cpuidle/state2/disable", "1\n");
+    tree_write(root, CPU "cpufreq/policy1/scaling_governor", "ondemand\n");
     struct host *h;
     assert_int_equal(host_open(root, &h), 0);
-    struct journal_entry v[3];
-    entry(&v[0], CPU "cpufreq/policy0/scaling_governor" + 4, "powersave\n");
-    entry(&v[1], CPU "cpu0/cpuidle/state2/disable" + 4, "0\n");
-    entry(&v[2], CPU "cpu1/power/pm_qos_resume_latency_us" + 4, "0\n"); /* unchanged now */
-    struct journal_log log = {.v = v, .n = 3};
+    struct journal_entry v[5];
+    entry(&v[0], CPU "cpufreq/policy0/scaling_governor" + 4, "powersave\n", "performance");
+    entry(&v[1], CPU "cpu0/cpuidle/state2/disable" + 4, "0\n", "1");
+    entry(&v[2], CPU "cpu1/power/pm_qos_resume_latency_us" + 4, "0\n", "5"); /* unchanged now */
+    /* someone else set policy1's governor since watt did: not put back */
+    entry(&v[3], CPU "cpufreq/policy1/scaling_governor" + 4, "powersave\n", "performance");
+    /* a forged record: no knob of watt's */
+    entry(&v[4], "kernel/uevent_helper", "/tmp/x\n", "");
+    struct journal_log log = {.v = v, .n = 5};
     struct tune_plan plan = {0};
     char *err = NULL;
     /* The profile sets cpuidle (covering state2 of cpu0 even though it
@@ -306,6 +312,15 @@ static void test_reverts(void **state)
     assert_string_equal(plan.v[0].new_value, "powersave");
     assert_string_equal(plan.v[0].why, "not set by web: back to its original value");
     assert_string_equal(plan.v[0].origin, "/j:2");
+    bool changed_note = false, refused_note = false;
+    for (size_t i = 0; i < plan.nnotes; i++) {
+        changed_note |= strstr(plan.notes[i], "policy1/scaling_governor shows 'ondemand', not "
+                                              "what watt wrote (/j:2): changed since") != NULL;
+        refused_note |=
+            strstr(plan.notes[i], "/j:2 refused: it names no file watt changes") != NULL;
+    }
+    assert_true(changed_note);
+    assert_true(refused_note);
     tune_plan_free(&plan);
     host_close(h);
     free(root);
@@ -338,17 +353,31 @@ static void test_apply(void **state)
     free(gov);
     tune_plan_free(&plan);
 
-    /* A clamped value is a note after the write, not an error. */
+    /* A clamped value is a note after the write, not an error; the
+     * journal records what the kernel showed (an R record), so that a
+     * restore knows the value is still watt's. */
+    journal_close(j);
+    host_close(h);
+    tree_write(root, "watt-faults",
+               "sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq =2900000 from=2\n");
+    assert_int_equal(host_open(root, &h), 0);
+    assert_int_equal(journal_open(h, NULL, "cli", &j, &err), 0);
     assert_int_equal(tune_plan_add(&plan, HOST_SYS, CPU "cpufreq/policy0/scaling_max_freq" + 4,
-                                   "3200000", "2900000 ", "cpufreq.max_freq", "w", "o"),
+                                   "3200000", "3000000", "cpufreq.max_freq", "w", "o"),
                      0);
     char **notes = NULL;
     size_t nnotes = 0;
     assert_int_equal(tune_plan_apply_checked(j, h, &plan, &notes, &nnotes, &err), 0);
     assert_int_equal(nnotes, 1);
-    assert_string_equal(notes[0], "cpufreq.max_freq: wrote '2900000 ' to "
+    assert_string_equal(notes[0], "cpufreq.max_freq: wrote '3000000' to "
                                   "/sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq, the "
                                   "kernel shows '2900000'");
+    struct journal_log log;
+    assert_int_equal(journal_read(h, NULL, &log), 0);
+    assert_int_equal(log.n, 1);
+    assert_string_equal(log.v[0].shown, "2900000");
+    assert_string_equal(journal_entry_written(&log.v[0]), "2900000");
+    journal_log_free(&log);
     free(notes[0]);
     free(notes);
     tune_plan_free(&plan);
