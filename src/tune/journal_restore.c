@@ -378,8 +378,12 @@ int journal_restore(struct journal *j, const char *owner, unsigned flags,
             }
             log.v[k++] = log.v[i];
         }
+        /* Nothing left the journal: leave the file as it is. */
+        bool changed = k < log.n || (moved && log.nproblems);
         log.n = k;
-        r = journal_rewrite(j, log.v, log.n, moved ? NULL : log.bad, moved ? 0 : log.nproblems);
+        if (changed)
+            r = journal_rewrite(j, log.v, log.n, moved ? NULL : log.bad,
+                                moved ? 0 : log.nproblems);
         if (r < 0)
             say(&x, xasprintf("cannot rewrite the journal %s: %s", j->display, strerror(-r)));
     }

@@ -140,10 +140,13 @@ static bool word(const char *s, size_t n)
     return true;
 }
 
-/* "[default] performance powersave": words split by single spaces, one
- * of them (only one) in brackets. */
+/* "[default] performance powersave ": words split by single spaces, one
+ * of them (only one) in brackets; the kernel ends the list with a space
+ * (pcie_aspm_get_policy()). */
 static bool choice_list(const char *s, size_t n)
 {
+    if (n && s[n - 1] == ' ')
+        n--;
     int bracketed = 0;
     for (size_t i = 0; i < n;) {
         size_t w = 0;

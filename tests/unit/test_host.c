@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "base/util.h"
+#include "host/beneath.h"
 #include "host/host.h"
 #include "host/topology.h"
 #include "tree.h"
@@ -263,13 +264,170 @@ static void test_state_files(void **state)
     tree_free(root);
 }
 
+/* The open beneath a directory (src/host/beneath.c), by openat2 and by
+ * the hand-made walk: links that stay below resolve, links and ".." that
+ * leave are refused, a loop ends. */
+static void check_beneath(int dfd, const char *root, bool walk)
+{
+    struct {
+        const char *path;
+        int flags;
+        int want; /* 0: an fd */
+    } cases[] = {
+        {"b/file", O_RDONLY, 0},
+        {"link_rel/file", O_RDONLY, 0},
+        {"b/../b/file", O_RDONLY, 0},
+        {"b//file", O_RDONLY, 0},
+        {"b/", O_PATH | O_DIRECTORY, 0},
+        {"up/x", O_RDONLY, -EXDEV},
+        {"abs/passwd", O_RDONLY, -EXDEV},
+        {"../a/b/file", O_RDONLY, -EXDEV},
+        {"/etc/passwd", O_RDONLY, -EXDEV},
+        {"b/loop", O_RDONLY, -ELOOP},
+        {"link_rel", O_PATH | O_NOFOLLOW, 0}, /* the link itself */
+        {"file_link", O_RDONLY | O_NOFOLLOW, -ELOOP},
+        {"b/missing", O_RDONLY, -ENOENT},
+        {"b/file/x", O_RDONLY, -ENOTDIR},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        int fd = walk ? beneath_walk(dfd, cases[i].path, cases[i].flags, 0, BENEATH_STRICT)
+                      : beneath_open(dfd, cases[i].path, cases[i].flags, 0, BENEATH_STRICT);
+        int got = fd >= 0 ? 0 : fd;
+        if (fd >= 0)
+            close(fd);
+        if (got != cases[i].want)
+            fail_msg("%s %s: got %d, want %d", walk ? "walk" : "openat2", cases[i].path, got,
+                     cases[i].want);
+    }
+    /* O_CREAT makes the file where the path says, below DFD */
+    int fd = walk ? beneath_walk(dfd, "link_rel/new", O_WRONLY | O_CREAT, 0600, BENEATH_STRICT)
+                  : beneath_open(dfd, "link_rel/new", O_WRONLY | O_CREAT, 0600, BENEATH_STRICT);
+    assert_true(fd >= 0);
+    close(fd);
+    char *p = xasprintf("%s/a/b/new", root);
+    assert_int_equal(unlink(p), 0);
+    free(p);
+    /* IN_ROOT: an absolute link starts again at DFD ("abs" -> "/etc":
+     * DFD/etc, which is not there), ".." stops at it */
+    fd = walk ? beneath_walk(dfd, "abs/passwd", O_RDONLY, 0, BENEATH_IN_ROOT)
+              : beneath_open(dfd, "abs/passwd", O_RDONLY, 0, BENEATH_IN_ROOT);
+    assert_int_equal(fd, -ENOENT);
+    fd = walk ? beneath_walk(dfd, "../../b/file", O_RDONLY, 0, BENEATH_IN_ROOT)
+              : beneath_open(dfd, "../../b/file", O_RDONLY, 0, BENEATH_IN_ROOT);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+static void test_beneath(void **state)
+{
+    char *root = tree_new();
+    tree_write(root, "a/b/file", "x\n");
+    tree_symlink(root, "a/link_rel", "b");
+    tree_symlink(root, "a/up", "../..");
+    tree_symlink(root, "a/abs", "/etc");
+    tree_symlink(root, "a/b/loop", "loop");
+    tree_symlink(root, "a/file_link", "b/file");
+    char *a = xasprintf("%s/a", root);
+    int dfd = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    if (beneath_have_openat2())
+        check_beneath(dfd, root, false);
+    check_beneath(dfd, root, true);
+    close(dfd);
+    free(a);
+    tree_free(root);
+}
+
+/* On a live root a magic link of /proc ("self/root" -> "/") never takes
+ * a write out of /proc, by openat2 or by the walk. */
+static void test_magic_links(void **state)
+{
+    char canary[] = "/tmp/watt-canary-XXXXXX";
+    int cfd = mkstemp(canary);
+    assert_true(cfd >= 0);
+    assert_int_equal(write(cfd, "canary\n", 7), 7);
+    close(cfd);
+    char *rel = xasprintf("self/root%s", canary);
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    int fd = beneath_walk(proc, rel, O_WRONLY, 0, BENEATH_STRICT);
+    assert_true(fd == -EXDEV);
+    fd = beneath_walk(proc, "self/fd/0", O_RDONLY, 0, BENEATH_STRICT);
+    assert_true(fd < 0); /* "/dev/..." or "pipe:[N]": never followed */
+    if (beneath_have_openat2()) {
+        fd = beneath_open(proc, rel, O_WRONLY, 0, BENEATH_STRICT);
+        assert_int_equal(fd, -ELOOP);
+    }
+    close(proc);
+    struct host *h;
+    assert_int_equal(host_open("/", &h), 0);
+    assert_true(h->live);
+    assert_true(host_write(h, HOST_PROC, rel, "pwned") < 0);
+    host_close(h);
+    char buf[16] = {0};
+    cfd = open(canary, O_RDONLY);
+    assert_int_equal(read(cfd, buf, sizeof(buf) - 1), 7);
+    close(cfd);
+    assert_string_equal(buf, "canary\n");
+    unlink(canary);
+    free(rel);
+}
+
+/* A recorded root whose sys, proc, dev or var is a link is refused:
+ * reads would mix in the live machine, writes would land on it. */
+static void test_root_links(void **state)
+{
+    static const char *const names[] = {"sys", "proc", "dev", "var"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        char *root = tree_new();
+        tree_write(root, "sys/x", "1\n");
+        tree_write(root, "proc/x", "1\n");
+        char *outside = tree_new();
+        char *link = xasprintf("%s/%s", root, names[i]);
+        char cmd[8192];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", link);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(symlink(outside, link), 0);
+        struct host *h;
+        char *err = NULL;
+        assert_int_equal(host_open_err(root, &h, &err), -ELOOP);
+        assert_non_null(strstr(err, "is a symbolic link"));
+        free(err);
+        free(link);
+        tree_free(outside);
+        tree_free(root);
+    }
+    /* state directories are made inside the root, one at a time: a link
+     * further down that leaves the tree is refused */
+    char *root = tree_new();
+    tree_write(root, "sys/x", "1\n");
+    char *outside = tree_new();
+    tree_mkdirs(root); /* root/var/lib -> outside */
+    char *var = xasprintf("%s/var", root);
+    mkdir(var, 0755);
+    char *lib = xasprintf("%s/var/lib", root);
+    assert_int_equal(symlink(outside, lib), 0);
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    assert_int_equal(host_state_open(h, "var/lib/watt/journal", O_RDWR | O_CREAT, 0644), -EXDEV);
+    char *made = xasprintf("%s/watt", outside);
+    assert_int_not_equal(access(made, F_OK), 0);
+    host_close(h);
+    free(made);
+    free(lib);
+    free(var);
+    tree_free(outside);
+    tree_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_errors),        cmocka_unit_test(test_reads_and_faults),
         cmocka_unit_test(test_list_natural_order), cmocka_unit_test(test_topology),
         cmocka_unit_test(test_topology_garbage),   cmocka_unit_test(test_writes_and_write_faults),
-        cmocka_unit_test(test_state_files),
+        cmocka_unit_test(test_state_files),        cmocka_unit_test(test_beneath),
+        cmocka_unit_test(test_magic_links),        cmocka_unit_test(test_root_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
