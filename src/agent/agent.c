@@ -1,6 +1,7 @@
 /* The agent's loop: see agent.h. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -346,15 +347,48 @@ static int load_model(struct agent *a)
     return 0;
 }
 
-static char *read_small(const char *path, const char *what)
+/* A PEM file or a password file, up to 64 KiB, judged on the opened file
+ * (fstat, no window between the check and the read): a regular file; a
+ * secret one (SECRET) also owned by root or by the agent's user and closed
+ * to group and others, as ssh wants of a private key. KEY names the
+ * setting in messages. */
+static char *read_small(const char *path, const char *key, bool secret)
 {
-    _cleanup_fclose_ FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "watt agent: cannot read %s %s: %s\n", what, path, strerror(errno));
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        fprintf(stderr, "watt agent: cannot read %s %s: %s\n", key, path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "watt agent: %s %s is not a regular file\n", key, path);
+        return NULL;
+    }
+    if (secret && st.st_uid != 0 && st.st_uid != geteuid()) {
+        fprintf(stderr,
+                "watt agent: %s %s is owned by uid %u, not by root or the agent's user (uid %u): "
+                "chown it\n",
+                key, path, (unsigned)st.st_uid, (unsigned)geteuid());
+        return NULL;
+    }
+    if (secret && (st.st_mode & 077)) {
+        fprintf(stderr, "watt agent: %s %s is %s by group/others (mode %04o): chmod 600 it\n", key,
+                path, (st.st_mode & 044) ? "readable" : "writable", (unsigned)(st.st_mode & 07777));
         return NULL;
     }
     char *buf = xmalloc(65536);
-    size_t n = fread(buf, 1, 65535, f);
+    size_t n = 0;
+    ssize_t r;
+    while (n < 65535 && (r = read(fd, buf + n, 65535 - n)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            fprintf(stderr, "watt agent: cannot read %s %s: %s\n", key, path, strerror(errno));
+            free(buf);
+            return NULL;
+        }
+        n += (size_t)r;
+    }
     buf[n] = '\0';
     return buf;
 }
@@ -385,13 +419,13 @@ static int load_secrets(struct agent *a)
             fprintf(stderr, "watt agent: this libmicrohttpd has no TLS\n");
             return -EOPNOTSUPP;
         }
-        a->tls_cert_pem = read_small(c->tls_cert, "TLS certificate");
-        a->tls_key_pem = read_small(c->tls_key, "TLS key");
+        a->tls_cert_pem = read_small(c->tls_cert, "tls_cert", false);
+        a->tls_key_pem = a->tls_cert_pem ? read_small(c->tls_key, "tls_key", true) : NULL;
         if (!a->tls_cert_pem || !a->tls_key_pem)
             return -EINVAL;
     }
     if (c->auth_user) {
-        a->auth_password = read_small(c->auth_password_file, "password file");
+        a->auth_password = read_small(c->auth_password_file, "auth_password_file", true);
         if (!a->auth_password)
             return -EINVAL;
         a->auth_password[strcspn(a->auth_password, "\r\n")] = '\0';
@@ -736,6 +770,8 @@ static void agent_close(struct agent *a)
         (void)unlink(a->cfg.control);
     }
     free(a->tls_cert_pem);
+    if (a->tls_key_pem)
+        explicit_bzero(a->tls_key_pem, strlen(a->tls_key_pem));
     free(a->tls_key_pem);
     if (a->auth_password)
         explicit_bzero(a->auth_password, strlen(a->auth_password));
