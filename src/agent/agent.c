@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/conns.h"
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
@@ -55,7 +56,9 @@ struct agent {
     bool is_vm;                  /* the first sample's /proc/cpuinfo said so */
     struct agent_self self;
     struct snapshot *snap;
-    struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd; /* owned by conns */
+    struct conns *conns;    /* the HTTP connections; NULL before listening */
+    int lfd;                /* the HTTP socket until conns takes it */
     char *tls_cert_pem, *tls_key_pem, *auth_password;
     int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
     int gfd;                 /* the guard's 1-s timer, armed only when the
@@ -118,6 +121,14 @@ static void self_update(struct agent *a, uint64_t sample_ns)
     if (host_self_rss(&rss) == 0)
         a->self.rss_bytes = rss;
     a->self.sample_s = (double)sample_ns / 1e9;
+    if (a->conns) {
+        struct conns_stats st;
+        conns_get_stats(a->conns, &st);
+        a->self.http_open = st.open;
+        a->self.http_accepted = st.accepted;
+        a->self.http_evicted = st.evicted;
+        a->self.http_timed_out = st.timed_out;
+    }
 }
 
 static char *steal(struct strbuf *b, size_t *ret_len)
@@ -293,6 +304,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct agent *a = cls;
     (void)version;
     (void)upload_data;
+    conns_request_head(conn); /* the head is in: no header deadline now */
 
     if (!streq(method, "GET") && !streq(method, "HEAD"))
         return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
@@ -437,31 +449,56 @@ static int load_secrets(struct agent *a)
     return 0;
 }
 
-static int start_http(struct agent *a)
+/* Bind the HTTP socket: first of all that another agent could own (the
+ * control socket, the journal), so that a second agent on the same port
+ * stops here and touches nothing of the first one's. */
+static int listen_http(struct agent *a)
 {
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-
-    if (inet_pton(AF_INET, a->cfg.listen_host, &in4->sin_addr) == 1) {
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons(a->cfg.port);
-        len = sizeof(*in4);
-    } else if (inet_pton(AF_INET6, a->cfg.listen_host, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(a->cfg.port);
-        len = sizeof(*in6);
-        flags |= MHD_USE_IPv6;
-    } else {
+    int r = conns_listen(a->cfg.listen_host, a->cfg.port, &a->lfd);
+    if (r == -EINVAL)
         fprintf(stderr, "watt agent: listen address '%s' is not an IPv4 or IPv6 address\n",
                 a->cfg.listen_host);
-        return -EINVAL;
+    else if (r < 0)
+        fprintf(stderr, "watt agent: cannot listen on %s:%u: %s\n", a->cfg.listen_host, a->cfg.port,
+                strerror(-r));
+    return r;
+}
+
+/* Enough file descriptors for max_connections (plus a batch on its way
+ * out) over what the agent holds already: the soft limit is raised up to
+ * the hard one, and max_connections lowered (said once) where even that is
+ * too little. RESERVE: the descriptors the rest of the agent may hold. */
+static void fit_nofile(struct agent *a, unsigned reserve)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    rlim_t need = (rlim_t)a->cfg.max_connections + CONNS_BATCH + reserve;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            rl.rlim_cur = old;
     }
-    (void)len;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        unsigned room = rl.rlim_cur > (rlim_t)CONNS_BATCH + reserve + 1
+                            ? (unsigned)(rl.rlim_cur - CONNS_BATCH - reserve)
+                            : 1;
+        fprintf(stderr,
+                "watt agent: RLIMIT_NOFILE is %llu (hard limit): max_connections lowered from %u "
+                "to %u\n",
+                (unsigned long long)rl.rlim_cur, a->cfg.max_connections, room);
+        a->cfg.max_connections = room;
+    }
+}
+
+static int start_http(struct agent *a)
+{
+    unsigned flags = MHD_USE_EPOLL; /* driven from our loop; the agent accepts (conns.c) */
     /* the HTTPS options only with TLS: MHD refuses them otherwise */
-    struct MHD_OptionItem tls[] = {
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)a->cfg.timeout_s, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)a->cfg.max_request_bytes, NULL},
         {MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert_pem},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key_pem},
         {MHD_OPTION_END, 0, NULL},
@@ -469,17 +506,26 @@ static int start_http(struct agent *a)
     if (a->tls_cert_pem)
         flags |= MHD_USE_TLS;
     else
-        tls[0].option = MHD_OPTION_END;
-    a->mhd = MHD_start_daemon(flags, a->cfg.port, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR,
-                              &ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)a->cfg.timeout_s,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)a->cfg.max_request_bytes,
-                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
-                              MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
-    if (!a->mhd) {
-        fprintf(stderr, "watt agent: cannot listen on %s:%u (in use? permission?)\n",
-                a->cfg.listen_host, a->cfg.port);
-        return -EADDRINUSE;
+        opts[2].option = MHD_OPTION_END;
+    unsigned trace_fds = 0;
+    if (a->attrib) {
+        const int *fds;
+        trace_fds = (unsigned)agent_attrib_fds(a->attrib, &fds);
+    }
+    fit_nofile(a, 64 + trace_fds);
+    struct conns_limits lim = {
+        .max = a->cfg.max_connections,
+        .per_client = a->cfg.max_per_client,
+        .header_timeout_s = a->cfg.header_timeout_s,
+    };
+    int r = conns_new(a->lfd, a->epfd, &lim, &a->conns);
+    if (r < 0)
+        return r;
+    a->lfd = -1; /* conns has it */
+    if (conns_start(a->conns, flags, on_request, a, opts, &a->mhd) < 0) {
+        fprintf(stderr, "watt agent: cannot start libmicrohttpd on %s:%u\n", a->cfg.listen_host,
+                a->cfg.port);
+        return -EINVAL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = info->epoll_fd};
@@ -747,8 +793,9 @@ static void agent_close(struct agent *a)
 {
     if (a->tune_started)
         agent_tuning_stop(&a->tune);
-    if (a->mhd)
-        MHD_stop_daemon(a->mhd);
+    conns_free(a->conns); /* stops libmicrohttpd */
+    if (a->lfd >= 0)
+        close(a->lfd);
     snapshot_unref(a->snap);
     sample_free(a->prev);
     agent_energy_free(a->energy);
@@ -817,23 +864,30 @@ static int open_attrib(struct agent *a)
 
 static void loop(struct agent *a)
 {
-    struct epoll_event evs[8];
+    struct epoll_event evs[16];
+    int lfd = conns_listen_fd(a->conns);
     while (!a->stop) {
+        /* the next header deadline or libmicrohttpd's idle timeout; none
+         * without connections: an idle agent wakes only to sample */
         MHD_UNSIGNED_LONG_LONG mhd_ms;
-        int timeout = -1;
-        if (MHD_get_timeout(a->mhd, &mhd_ms) == MHD_YES)
+        int timeout = conns_timeout_ms(a->conns, now_monotonic_ns());
+        if (MHD_get_timeout(a->mhd, &mhd_ms) == MHD_YES &&
+            (timeout < 0 || mhd_ms < (MHD_UNSIGNED_LONG_LONG)timeout))
             timeout = mhd_ms > 60000 ? 60000 : (int)mhd_ms;
         int n = epoll_wait(a->epfd, evs, ARRAY_SIZE(evs), timeout);
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
             uint64_t ticks;
-            if (evs[i].data.fd == a->tfd) {
+            if (evs[i].data.fd == lfd) {
+                conns_accept(a->conns);
+            } else if (evs[i].data.fd == a->tfd) {
                 if (read(a->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
                     continue;
                 if (!guard_timer_needed(a)) /* the guard first: the sample shows it */
                     agent_tuning_tick(&a->tune, now_monotonic_ns());
                 take_sample(a);
+                conns_tick(a->conns);
             } else if (evs[i].data.fd == a->gfd) {
                 if (read(a->gfd, &ticks, sizeof(ticks)) == sizeof(ticks))
                     agent_tuning_tick(&a->tune, now_monotonic_ns());
@@ -845,10 +899,12 @@ static void loop(struct agent *a)
                 agent_attrib_drain(a->attrib);
             }
         }
-        /* Every wake-up, not only the server's own: after it hit the
-         * connection limit MHD stops watching its listening socket and
-         * takes it back only inside MHD_run(). Costs nothing when idle. */
+        /* Every wake-up: new connections are read before the limits are
+         * enforced, so each gets its chance; what the limits close is let
+         * go at once (its file descriptor is needed for the next one). */
         MHD_run(a->mhd);
+        if (conns_enforce(a->conns, now_monotonic_ns()) > 0)
+            MHD_run(a->mhd);
     }
 }
 
@@ -859,6 +915,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
                       .sfd = -1,
                       .tfd = -1,
                       .gfd = -1,
+                      .lfd = -1,
                       .config_path = config_path,
                       .overrides = overrides,
                       .override_mask = override_mask};
@@ -895,6 +952,8 @@ int agent_run(const struct agent_config *start, const char *config_path,
         r = open_attrib(&a);
     if (r >= 0)
         r = load_secrets(&a);
+    if (r >= 0)
+        r = listen_http(&a);
     if (r >= 0) {
         /* restore what a crash left, apply the profile, start its guard */
         a.tune_started = true;
