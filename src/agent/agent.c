@@ -61,6 +61,8 @@ struct agent {
     int lfd;                /* the HTTP socket until conns takes it */
     char *tls_cert_pem, *tls_key_pem, *auth_password;
     int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
+    dev_t ctl_dev;           /* the control socket's inode: unlinked at exit */
+    ino_t ctl_ino;           /* only while it is still ours */
     int gfd;                 /* the guard's 1-s timer, armed only when the
                               * sampling interval is longer */
     struct agent_tuning tune;
@@ -663,8 +665,42 @@ static void on_signal(struct agent *a)
     }
 }
 
+/* Whether PATH is a socket that nobody answers on: left by an agent that
+ * died. Anything else (a file, a directory, a socket with a live agent
+ * behind it, one we may not connect to) is left alone, and said why. */
+static bool control_stale(const char *path, const struct sockaddr_un *sa)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT;
+    if (!S_ISSOCK(st.st_mode)) {
+        fprintf(stderr,
+                "watt agent: no control socket: %s exists and is not a socket; left alone\n", path);
+        return false;
+    }
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
+        fprintf(stderr, "watt agent: no control socket: another agent answers on %s\n", path);
+        return false;
+    }
+    if (errno != ECONNREFUSED) {
+        fprintf(stderr, "watt agent: no control socket: %s: %s; left alone\n", path,
+                strerror(errno));
+        return false;
+    }
+    if (unlink(path) < 0 && errno != ENOENT) {
+        fprintf(stderr, "watt agent: no control socket: cannot remove the stale %s: %s\n", path,
+                strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 /* The control socket: root only (SO_PEERCRED), one command per
- * connection, answered at once. */
+ * connection, answered at once. Opened after the HTTP socket is bound, and
+ * without it the agent still serves: metrics matter more. */
 static int open_control(struct agent *a)
 {
     const char *path = a->cfg.control;
@@ -676,23 +712,38 @@ static int open_control(struct agent *a)
         return 0;
     }
     memcpy(sa.sun_path, path, strlen(path));
+    if (!control_stale(path, &sa))
+        return 0;
     _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
-    (void)unlink(path); /* a stale socket from a previous run */
     mode_t old = umask(0077);
     int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
     umask(old);
-    if (r < 0 || listen(fd, 4) < 0) {
-        /* not fatal: metrics matter more than the control socket */
+    struct stat st;
+    if (r < 0 || listen(fd, 4) < 0 || lstat(path, &st) < 0) {
         fprintf(stderr, "watt agent: no control socket at %s: %s\n", path, strerror(errno));
         return 0;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         return -errno;
+    a->ctl_dev = st.st_dev;
+    a->ctl_ino = st.st_ino;
     a->cfd = TAKE_FD(fd);
     return 0;
+}
+
+/* At exit: the path, if it is still the socket we bound (another agent
+ * may have taken the path since). */
+static void close_control(struct agent *a)
+{
+    struct stat st;
+    close(a->cfd);
+    a->cfd = -1;
+    if (lstat(a->cfg.control, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == a->ctl_dev &&
+        st.st_ino == a->ctl_ino)
+        (void)unlink(a->cfg.control);
 }
 
 static void ctl_status(struct agent *a, struct strbuf *out)
@@ -783,9 +834,6 @@ static int open_fds(struct agent *a)
     ev.data.fd = a->gfd;
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->gfd, &ev) < 0)
         return -errno;
-    int r = open_control(a);
-    if (r < 0)
-        return r;
     return arm_timer(a);
 }
 
@@ -812,10 +860,8 @@ static void agent_close(struct agent *a)
         close(a->tfd);
     if (a->gfd >= 0)
         close(a->gfd);
-    if (a->cfd >= 0) {
-        close(a->cfd);
-        (void)unlink(a->cfg.control);
-    }
+    if (a->cfd >= 0)
+        close_control(a);
     free(a->tls_cert_pem);
     if (a->tls_key_pem)
         explicit_bzero(a->tls_key_pem, strlen(a->tls_key_pem));
@@ -915,6 +961,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
                       .sfd = -1,
                       .tfd = -1,
                       .gfd = -1,
+                      .cfd = -1,
                       .lfd = -1,
                       .config_path = config_path,
                       .overrides = overrides,
@@ -952,8 +999,10 @@ int agent_run(const struct agent_config *start, const char *config_path,
         r = open_attrib(&a);
     if (r >= 0)
         r = load_secrets(&a);
-    if (r >= 0)
+    if (r >= 0) /* before anything another agent could own */
         r = listen_http(&a);
+    if (r >= 0)
+        r = open_control(&a);
     if (r >= 0) {
         /* restore what a crash left, apply the profile, start its guard */
         a.tune_started = true;
