@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "agent/conns.h"
+#include "agent/ctlsock.h"
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
@@ -61,8 +62,7 @@ struct agent {
     int lfd;                /* the HTTP socket until conns takes it */
     char *tls_cert_pem, *tls_key_pem, *auth_password;
     int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
-    dev_t ctl_dev;           /* the control socket's inode: unlinked at exit */
-    ino_t ctl_ino;           /* only while it is still ours */
+    struct ctlsock ctl;      /* the control socket's path and inode */
     int gfd;                 /* the guard's 1-s timer, armed only when the
                               * sampling interval is longer */
     struct agent_tuning tune;
@@ -665,85 +665,21 @@ static void on_signal(struct agent *a)
     }
 }
 
-/* Whether PATH is a socket that nobody answers on: left by an agent that
- * died. Anything else (a file, a directory, a socket with a live agent
- * behind it, one we may not connect to) is left alone, and said why. */
-static bool control_stale(const char *path, const struct sockaddr_un *sa)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT;
-    if (!S_ISSOCK(st.st_mode)) {
-        fprintf(stderr,
-                "watt agent: no control socket: %s exists and is not a socket; left alone\n", path);
-        return false;
-    }
-    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return false;
-    if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
-        fprintf(stderr, "watt agent: no control socket: another agent answers on %s\n", path);
-        return false;
-    }
-    if (errno != ECONNREFUSED) {
-        fprintf(stderr, "watt agent: no control socket: %s: %s; left alone\n", path,
-                strerror(errno));
-        return false;
-    }
-    if (unlink(path) < 0 && errno != ENOENT) {
-        fprintf(stderr, "watt agent: no control socket: cannot remove the stale %s: %s\n", path,
-                strerror(errno));
-        return false;
-    }
-    return true;
-}
-
 /* The control socket: root only (SO_PEERCRED), one command per
  * connection, answered at once. Opened after the HTTP socket is bound, and
  * without it the agent still serves: metrics matter more. */
 static int open_control(struct agent *a)
 {
-    const char *path = a->cfg.control;
-    if (!path || !*path)
+    if (!a->cfg.control || !*a->cfg.control)
         return 0;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        fprintf(stderr, "watt agent: control socket path too long: %s\n", path);
-        return 0;
-    }
-    memcpy(sa.sun_path, path, strlen(path));
-    if (!control_stale(path, &sa))
-        return 0;
-    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
+    int r = ctlsock_open(a->cfg.control, &a->ctl);
+    if (r < 0 || a->ctl.fd < 0)
+        return r;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = a->ctl.fd};
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->ctl.fd, &ev) < 0)
         return -errno;
-    mode_t old = umask(0077);
-    int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    umask(old);
-    struct stat st;
-    if (r < 0 || listen(fd, 4) < 0 || lstat(path, &st) < 0) {
-        fprintf(stderr, "watt agent: no control socket at %s: %s\n", path, strerror(errno));
-        return 0;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-        return -errno;
-    a->ctl_dev = st.st_dev;
-    a->ctl_ino = st.st_ino;
-    a->cfd = TAKE_FD(fd);
+    a->cfd = a->ctl.fd;
     return 0;
-}
-
-/* At exit: the path, if it is still the socket we bound (another agent
- * may have taken the path since). */
-static void close_control(struct agent *a)
-{
-    struct stat st;
-    close(a->cfd);
-    a->cfd = -1;
-    if (lstat(a->cfg.control, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == a->ctl_dev &&
-        st.st_ino == a->ctl_ino)
-        (void)unlink(a->cfg.control);
 }
 
 static void ctl_status(struct agent *a, struct strbuf *out)
@@ -861,7 +797,7 @@ static void agent_close(struct agent *a)
     if (a->gfd >= 0)
         close(a->gfd);
     if (a->cfd >= 0)
-        close_control(a);
+        ctlsock_close(a->cfg.control, &a->ctl);
     free(a->tls_cert_pem);
     if (a->tls_key_pem)
         explicit_bzero(a->tls_key_pem, strlen(a->tls_key_pem));
@@ -962,6 +898,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
                       .tfd = -1,
                       .gfd = -1,
                       .cfd = -1,
+                      .ctl = {.fd = -1},
                       .lfd = -1,
                       .config_path = config_path,
                       .overrides = overrides,
