@@ -174,6 +174,7 @@ def test_ctl_closed_peer(d):
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(sock)
     srv.listen(4)
+    srv.settimeout(20)  # not for ever, if watt ctl never comes
 
     def closer():
         try:
@@ -193,6 +194,10 @@ def test_ctl_closed_peer(d):
     t.join()
     srv.close()
     said = [ln for ln in r.stderr.splitlines() if ln.startswith("watt ctl:")]
+    if not said and r.returncode >= 0 and "strace:" in r.stderr:
+        print(f"skip watt ctl against a closed peer: strace cannot trace here: "
+              f"{r.stderr.strip().splitlines()[0]}")
+        return
     check(r.returncode == 1 and said and "closed the connection" in said[0],
           f"watt ctl against a peer that closed: exit 1 and says so, no SIGPIPE "
           f"(exit {r.returncode}: {said[0] if said else r.stderr.strip()[-100:]})")
