@@ -16,10 +16,10 @@
  *     connections nor a local one (which shares its address with every
  *     local scraper) can starve the others, and one busy client alone is
  *     not cut back while there is room.
- * Closing is shutdown(2) on the socket, which libmicrohttpd then sees and
- * cleans up. Nothing is logged per connection: libmicrohttpd's own
- * messages are limited to one line a minute. No timer runs while there is
- * no connection. */
+ * Closing is shutdown(2) on the socket (linger 0: a reset, no TIME_WAIT),
+ * which libmicrohttpd then sees and cleans up. Nothing is logged per
+ * connection: libmicrohttpd's own messages are limited to one line a
+ * minute. No timer runs while there is no connection. */
 #pragma once
 
 #include <microhttpd.h>
