@@ -1,6 +1,7 @@
 /* The agent's loop: see agent.h. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/conns.h"
+#include "agent/ctlsock.h"
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
@@ -54,9 +57,12 @@ struct agent {
     bool is_vm;                  /* the first sample's /proc/cpuinfo said so */
     struct agent_self self;
     struct snapshot *snap;
-    struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd; /* owned by conns */
+    struct conns *conns;    /* the HTTP connections; NULL before listening */
+    int lfd;                /* the HTTP socket until conns takes it */
     char *tls_cert_pem, *tls_key_pem, *auth_password;
     int epfd, tfd, sfd, cfd; /* cfd: the control socket, -1 without */
+    struct ctlsock ctl;      /* the control socket's path and inode */
     int gfd;                 /* the guard's 1-s timer, armed only when the
                               * sampling interval is longer */
     struct agent_tuning tune;
@@ -117,6 +123,14 @@ static void self_update(struct agent *a, uint64_t sample_ns)
     if (host_self_rss(&rss) == 0)
         a->self.rss_bytes = rss;
     a->self.sample_s = (double)sample_ns / 1e9;
+    if (a->conns) {
+        struct conns_stats st;
+        conns_get_stats(a->conns, &st);
+        a->self.http_open = st.open;
+        a->self.http_accepted = st.accepted;
+        a->self.http_evicted = st.evicted;
+        a->self.http_timed_out = st.timed_out;
+    }
 }
 
 static char *steal(struct strbuf *b, size_t *ret_len)
@@ -292,6 +306,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct agent *a = cls;
     (void)version;
     (void)upload_data;
+    conns_request_head(conn); /* the head is in: no header deadline now */
 
     if (!streq(method, "GET") && !streq(method, "HEAD"))
         return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
@@ -346,15 +361,48 @@ static int load_model(struct agent *a)
     return 0;
 }
 
-static char *read_small(const char *path, const char *what)
+/* A PEM file or a password file, up to 64 KiB, judged on the opened file
+ * (fstat, no window between the check and the read): a regular file; a
+ * secret one (SECRET) also owned by root or by the agent's user and closed
+ * to group and others, as ssh wants of a private key. KEY names the
+ * setting in messages. */
+static char *read_small(const char *path, const char *key, bool secret)
 {
-    _cleanup_fclose_ FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "watt agent: cannot read %s %s: %s\n", what, path, strerror(errno));
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        fprintf(stderr, "watt agent: cannot read %s %s: %s\n", key, path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "watt agent: %s %s is not a regular file\n", key, path);
+        return NULL;
+    }
+    if (secret && st.st_uid != 0 && st.st_uid != geteuid()) {
+        fprintf(stderr,
+                "watt agent: %s %s is owned by uid %u, not by root or the agent's user (uid %u): "
+                "chown it\n",
+                key, path, (unsigned)st.st_uid, (unsigned)geteuid());
+        return NULL;
+    }
+    if (secret && (st.st_mode & 077)) {
+        fprintf(stderr, "watt agent: %s %s is %s by group/others (mode %04o): chmod 600 it\n", key,
+                path, (st.st_mode & 044) ? "readable" : "writable", (unsigned)(st.st_mode & 07777));
         return NULL;
     }
     char *buf = xmalloc(65536);
-    size_t n = fread(buf, 1, 65535, f);
+    size_t n = 0;
+    ssize_t r;
+    while (n < 65535 && (r = read(fd, buf + n, 65535 - n)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            fprintf(stderr, "watt agent: cannot read %s %s: %s\n", key, path, strerror(errno));
+            free(buf);
+            return NULL;
+        }
+        n += (size_t)r;
+    }
     buf[n] = '\0';
     return buf;
 }
@@ -385,13 +433,13 @@ static int load_secrets(struct agent *a)
             fprintf(stderr, "watt agent: this libmicrohttpd has no TLS\n");
             return -EOPNOTSUPP;
         }
-        a->tls_cert_pem = read_small(c->tls_cert, "TLS certificate");
-        a->tls_key_pem = read_small(c->tls_key, "TLS key");
+        a->tls_cert_pem = read_small(c->tls_cert, "tls_cert", false);
+        a->tls_key_pem = a->tls_cert_pem ? read_small(c->tls_key, "tls_key", true) : NULL;
         if (!a->tls_cert_pem || !a->tls_key_pem)
             return -EINVAL;
     }
     if (c->auth_user) {
-        a->auth_password = read_small(c->auth_password_file, "password file");
+        a->auth_password = read_small(c->auth_password_file, "auth_password_file", true);
         if (!a->auth_password)
             return -EINVAL;
         a->auth_password[strcspn(a->auth_password, "\r\n")] = '\0';
@@ -403,31 +451,56 @@ static int load_secrets(struct agent *a)
     return 0;
 }
 
-static int start_http(struct agent *a)
+/* Bind the HTTP socket: first of all that another agent could own (the
+ * control socket, the journal), so that a second agent on the same port
+ * stops here and touches nothing of the first one's. */
+static int listen_http(struct agent *a)
 {
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-
-    if (inet_pton(AF_INET, a->cfg.listen_host, &in4->sin_addr) == 1) {
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons(a->cfg.port);
-        len = sizeof(*in4);
-    } else if (inet_pton(AF_INET6, a->cfg.listen_host, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(a->cfg.port);
-        len = sizeof(*in6);
-        flags |= MHD_USE_IPv6;
-    } else {
+    int r = conns_listen(a->cfg.listen_host, a->cfg.port, &a->lfd);
+    if (r == -EINVAL)
         fprintf(stderr, "watt agent: listen address '%s' is not an IPv4 or IPv6 address\n",
                 a->cfg.listen_host);
-        return -EINVAL;
+    else if (r < 0)
+        fprintf(stderr, "watt agent: cannot listen on %s:%u: %s\n", a->cfg.listen_host, a->cfg.port,
+                strerror(-r));
+    return r;
+}
+
+/* Enough file descriptors for max_connections (plus a batch on its way
+ * out) over what the agent holds already: the soft limit is raised up to
+ * the hard one, and max_connections lowered (said once) where even that is
+ * too little. RESERVE: the descriptors the rest of the agent may hold. */
+static void fit_nofile(struct agent *a, unsigned reserve)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    rlim_t need = (rlim_t)a->cfg.max_connections + CONNS_BATCH + reserve;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            rl.rlim_cur = old;
     }
-    (void)len;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        unsigned room = rl.rlim_cur > (rlim_t)CONNS_BATCH + reserve + 1
+                            ? (unsigned)(rl.rlim_cur - CONNS_BATCH - reserve)
+                            : 1;
+        fprintf(stderr,
+                "watt agent: RLIMIT_NOFILE is %llu (hard limit): max_connections lowered from %u "
+                "to %u\n",
+                (unsigned long long)rl.rlim_cur, a->cfg.max_connections, room);
+        a->cfg.max_connections = room;
+    }
+}
+
+static int start_http(struct agent *a)
+{
+    unsigned flags = MHD_USE_EPOLL; /* driven from our loop; the agent accepts (conns.c) */
     /* the HTTPS options only with TLS: MHD refuses them otherwise */
-    struct MHD_OptionItem tls[] = {
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)a->cfg.timeout_s, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)a->cfg.max_request_bytes, NULL},
         {MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert_pem},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key_pem},
         {MHD_OPTION_END, 0, NULL},
@@ -435,17 +508,26 @@ static int start_http(struct agent *a)
     if (a->tls_cert_pem)
         flags |= MHD_USE_TLS;
     else
-        tls[0].option = MHD_OPTION_END;
-    a->mhd = MHD_start_daemon(flags, a->cfg.port, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR,
-                              &ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)a->cfg.timeout_s,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)a->cfg.max_request_bytes,
-                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)a->cfg.max_connections,
-                              MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
-    if (!a->mhd) {
-        fprintf(stderr, "watt agent: cannot listen on %s:%u (in use? permission?)\n",
-                a->cfg.listen_host, a->cfg.port);
-        return -EADDRINUSE;
+        opts[2].option = MHD_OPTION_END;
+    unsigned trace_fds = 0;
+    if (a->attrib) {
+        const int *fds;
+        trace_fds = (unsigned)agent_attrib_fds(a->attrib, &fds);
+    }
+    fit_nofile(a, 64 + trace_fds);
+    struct conns_limits lim = {
+        .max = a->cfg.max_connections,
+        .per_client = a->cfg.max_per_client,
+        .header_timeout_s = a->cfg.header_timeout_s,
+    };
+    int r = conns_new(a->lfd, a->epfd, &lim, &a->conns);
+    if (r < 0)
+        return r;
+    a->lfd = -1; /* conns has it */
+    if (conns_start(a->conns, flags, on_request, a, opts, &a->mhd) < 0) {
+        fprintf(stderr, "watt agent: cannot start libmicrohttpd on %s:%u\n", a->cfg.listen_host,
+                a->cfg.port);
+        return -EINVAL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = info->epoll_fd};
@@ -584,34 +666,19 @@ static void on_signal(struct agent *a)
 }
 
 /* The control socket: root only (SO_PEERCRED), one command per
- * connection, answered at once. */
+ * connection, answered at once. Opened after the HTTP socket is bound, and
+ * without it the agent still serves: metrics matter more. */
 static int open_control(struct agent *a)
 {
-    const char *path = a->cfg.control;
-    if (!path || !*path)
+    if (!a->cfg.control || !*a->cfg.control)
         return 0;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        fprintf(stderr, "watt agent: control socket path too long: %s\n", path);
-        return 0;
-    }
-    memcpy(sa.sun_path, path, strlen(path));
-    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
+    int r = ctlsock_open(a->cfg.control, &a->ctl);
+    if (r < 0 || a->ctl.fd < 0)
+        return r;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = a->ctl.fd};
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->ctl.fd, &ev) < 0)
         return -errno;
-    (void)unlink(path); /* a stale socket from a previous run */
-    mode_t old = umask(0077);
-    int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    umask(old);
-    if (r < 0 || listen(fd, 4) < 0) {
-        /* not fatal: metrics matter more than the control socket */
-        fprintf(stderr, "watt agent: no control socket at %s: %s\n", path, strerror(errno));
-        return 0;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-        return -errno;
-    a->cfd = TAKE_FD(fd);
+    a->cfd = a->ctl.fd;
     return 0;
 }
 
@@ -703,9 +770,6 @@ static int open_fds(struct agent *a)
     ev.data.fd = a->gfd;
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->gfd, &ev) < 0)
         return -errno;
-    int r = open_control(a);
-    if (r < 0)
-        return r;
     return arm_timer(a);
 }
 
@@ -713,8 +777,9 @@ static void agent_close(struct agent *a)
 {
     if (a->tune_started)
         agent_tuning_stop(&a->tune);
-    if (a->mhd)
-        MHD_stop_daemon(a->mhd);
+    conns_free(a->conns); /* stops libmicrohttpd */
+    if (a->lfd >= 0)
+        close(a->lfd);
     snapshot_unref(a->snap);
     sample_free(a->prev);
     agent_energy_free(a->energy);
@@ -731,11 +796,11 @@ static void agent_close(struct agent *a)
         close(a->tfd);
     if (a->gfd >= 0)
         close(a->gfd);
-    if (a->cfd >= 0) {
-        close(a->cfd);
-        (void)unlink(a->cfg.control);
-    }
+    if (a->cfd >= 0)
+        ctlsock_close(a->cfg.control, &a->ctl);
     free(a->tls_cert_pem);
+    if (a->tls_key_pem)
+        explicit_bzero(a->tls_key_pem, strlen(a->tls_key_pem));
     free(a->tls_key_pem);
     if (a->auth_password)
         explicit_bzero(a->auth_password, strlen(a->auth_password));
@@ -781,23 +846,30 @@ static int open_attrib(struct agent *a)
 
 static void loop(struct agent *a)
 {
-    struct epoll_event evs[8];
+    struct epoll_event evs[16];
+    int lfd = conns_listen_fd(a->conns);
     while (!a->stop) {
+        /* the next header deadline or libmicrohttpd's idle timeout; none
+         * without connections: an idle agent wakes only to sample */
         MHD_UNSIGNED_LONG_LONG mhd_ms;
-        int timeout = -1;
-        if (MHD_get_timeout(a->mhd, &mhd_ms) == MHD_YES)
+        int timeout = conns_timeout_ms(a->conns, now_monotonic_ns());
+        if (MHD_get_timeout(a->mhd, &mhd_ms) == MHD_YES &&
+            (timeout < 0 || mhd_ms < (MHD_UNSIGNED_LONG_LONG)timeout))
             timeout = mhd_ms > 60000 ? 60000 : (int)mhd_ms;
         int n = epoll_wait(a->epfd, evs, ARRAY_SIZE(evs), timeout);
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
             uint64_t ticks;
-            if (evs[i].data.fd == a->tfd) {
+            if (evs[i].data.fd == lfd) {
+                conns_accept(a->conns);
+            } else if (evs[i].data.fd == a->tfd) {
                 if (read(a->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
                     continue;
                 if (!guard_timer_needed(a)) /* the guard first: the sample shows it */
                     agent_tuning_tick(&a->tune, now_monotonic_ns());
                 take_sample(a);
+                conns_tick(a->conns);
             } else if (evs[i].data.fd == a->gfd) {
                 if (read(a->gfd, &ticks, sizeof(ticks)) == sizeof(ticks))
                     agent_tuning_tick(&a->tune, now_monotonic_ns());
@@ -809,10 +881,12 @@ static void loop(struct agent *a)
                 agent_attrib_drain(a->attrib);
             }
         }
-        /* Every wake-up, not only the server's own: after it hit the
-         * connection limit MHD stops watching its listening socket and
-         * takes it back only inside MHD_run(). Costs nothing when idle. */
+        /* Every wake-up: new connections are read before the limits are
+         * enforced, so each gets its chance; what the limits close is let
+         * go at once (its file descriptor is needed for the next one). */
         MHD_run(a->mhd);
+        if (conns_enforce(a->conns, now_monotonic_ns()) > 0)
+            MHD_run(a->mhd);
     }
 }
 
@@ -823,6 +897,9 @@ int agent_run(const struct agent_config *start, const char *config_path,
                       .sfd = -1,
                       .tfd = -1,
                       .gfd = -1,
+                      .cfd = -1,
+                      .ctl = {.fd = -1},
+                      .lfd = -1,
                       .config_path = config_path,
                       .overrides = overrides,
                       .override_mask = override_mask};
@@ -859,6 +936,10 @@ int agent_run(const struct agent_config *start, const char *config_path,
         r = open_attrib(&a);
     if (r >= 0)
         r = load_secrets(&a);
+    if (r >= 0) /* before anything another agent could own */
+        r = listen_http(&a);
+    if (r >= 0)
+        r = open_control(&a);
     if (r >= 0) {
         /* restore what a crash left, apply the profile, start its guard */
         a.tune_started = true;

@@ -28,7 +28,9 @@ struct agent_config {
     double pue;                 /* facility = IT x PUE, default 1.5 */
     char *model;                /* power model name or file, NULL: default */
     unsigned max_connections;   /* default 128 */
+    unsigned max_per_client;    /* max_connections_per_client, default 16 */
     unsigned timeout_s;         /* idle connection timeout, default 10 */
+    unsigned header_timeout_s;  /* to send a whole request head, default 5 */
     unsigned max_request_bytes; /* per connection memory, default 16 KiB */
     char *control;              /* watt ctl socket, default /run/watt/agent.sock; "" none */
     char *tls_cert, *tls_key;   /* PEM files: HTTPS instead of HTTP */
@@ -57,12 +59,12 @@ bool agent_host_is_loopback(const char *host);
 /* Parse "HOST:PORT" (or ":PORT", "PORT"); -EINVAL on garbage. */
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
 /* Read an INI file over the defaults in *C: [agent] listen, interval, root,
- * rapl_energy (exact|coarse|off), pue, model, max_connections, timeout,
- * max_request_bytes, control, tls_cert, tls_key, auth_user,
- * auth_password_file, insecure, profile, config_dir, journal,
- * restore_on_exit (yes|no), wakeups (trace|proc|off), cgroups (0..1000),
- * fleet_metrics (an absolute path). On error *C is unchanged
- * and ret_err names file and line. Pure text parser below for fuzzing. */
+ * rapl_energy (exact|coarse|off), pue, model, max_connections,
+ * max_connections_per_client, timeout, header_timeout, max_request_bytes,
+ * control, tls_cert, tls_key, auth_user, auth_password_file, insecure, profile, config_dir,
+ * journal, restore_on_exit (yes|no), wakeups (trace|proc|off), cgroups (0..1000), fleet_metrics (an
+ * absolute path). On error *C is unchanged and ret_err names file and line. Pure text parser below
+ * for fuzzing. */
 int agent_config_load(const char *path, struct agent_config *c, char **ret_err);
 int agent_config_parse(const char *text, const char *origin, struct agent_config *c,
                        char **ret_err);

@@ -19,7 +19,9 @@ void agent_config_default(struct agent_config *c)
         .rapl = AGENT_RAPL_EXACT,
         .pue = 1.5,
         .max_connections = 128,
+        .max_per_client = 16,
         .timeout_s = 10,
+        .header_timeout_s = 5,
         .max_request_bytes = 16384,
         .control = xstrdup(AGENT_DEFAULT_CONTROL),
         .restore_on_exit = true,
@@ -218,10 +220,14 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (!num(value, 1, 4096, &d) || d != floor(d))
             goto bad_range;
         p->c.max_connections = (unsigned)d;
-    } else if (streq(key, "timeout")) {
+    } else if (streq(key, "max_connections_per_client")) {
+        if (!num(value, 1, 4096, &d) || d != floor(d))
+            goto bad_range;
+        p->c.max_per_client = (unsigned)d;
+    } else if (streq(key, "timeout") || streq(key, "header_timeout")) {
         if (!num(value, 1, 3600, &d) || d != floor(d))
             goto bad_range;
-        p->c.timeout_s = (unsigned)d;
+        *(streq(key, "timeout") ? &p->c.timeout_s : &p->c.header_timeout_s) = (unsigned)d;
     } else if (streq(key, "max_request_bytes")) {
         if (!num(value, 2048, 1 << 20, &d) || d != floor(d))
             goto bad_range;

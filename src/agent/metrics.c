@@ -147,6 +147,14 @@ static const struct fam f_self_samples =
     COUNTER("watt_agent_samples_total", NULL, "Samples the agent took.");
 static const struct fam f_self_scrapes = COUNTER(
     "watt_agent_scrapes_total", NULL, "Metrics requests served, as of this snapshot's sample.");
+static const struct fam f_self_http_open = GAUGE(
+    "watt_agent_http_connections", NULL, "HTTP connections open, as of this snapshot's sample.");
+static const struct fam f_self_http_accepted =
+    COUNTER("watt_agent_http_connections_accepted_total", NULL, "HTTP connections accepted.");
+static const struct fam f_self_http_closed =
+    COUNTER("watt_agent_http_connections_closed_total", NULL,
+            "HTTP connections the agent closed: reason limit for max_connections, reason "
+            "header_timeout for no whole request head within header_timeout.");
 static const struct fam f_self_start = GAUGE("watt_agent_start_time_seconds", "seconds",
                                              "When the agent started, seconds since the epoch.");
 static const struct fam f_energy =
@@ -268,6 +276,15 @@ static void render_self(struct mw *w, const struct agent_self *s)
     single_double(w, &f_self_sample, s->sample_s);
     single_u64(w, &f_self_samples, s->samples);
     single_u64(w, &f_self_scrapes, s->scrapes);
+    single_u64(w, &f_self_http_open, s->http_open);
+    single_u64(w, &f_self_http_accepted, s->http_accepted);
+    mw_fam(w, &f_self_http_closed);
+    mw_series(w);
+    mw_label(w, "reason", "limit");
+    mw_value_u64(w, s->http_evicted);
+    mw_series(w);
+    mw_label(w, "reason", "header_timeout");
+    mw_value_u64(w, s->http_timed_out);
     single_double(w, &f_self_start, s->start_time_s);
 }
 

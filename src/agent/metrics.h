@@ -32,6 +32,10 @@ struct agent_self {
     double sample_s;                   /* how long the last sample took */
     uint64_t samples;                  /* samples taken */
     uint64_t scrapes;                  /* /metrics requests served */
+    uint64_t http_open;                /* HTTP connections open now */
+    uint64_t http_accepted;            /* ... accepted since start */
+    uint64_t http_evicted;             /* ... closed for max_connections */
+    uint64_t http_timed_out;           /* ... closed for header_timeout */
     double start_time_s;               /* realtime of the agent's start */
     const struct guard_status *guard;  /* the latency guard; NULL when none runs */
     const struct agent_attrib *attrib; /* per-cgroup accounting; NULL when off */

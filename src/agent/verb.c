@@ -181,15 +181,25 @@ int verb_ctl(int argc, char **argv)
     }
     char line[16];
     int n = snprintf(line, sizeof(line), "%s\n", cmd);
-    if (write(fd, line, (size_t)n) != n) {
-        fprintf(stderr, "watt ctl: %s: %s\n", path, strerror(errno));
+    /* MSG_NOSIGNAL: an agent that closed the connection (stopping, or
+     * one that is not an agent) is an error to report, not a SIGPIPE */
+    if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+        fprintf(stderr, "watt ctl: the agent at %s closed the connection before taking '%s': %s\n",
+                path, cmd, strerror(errno));
         return 1;
     }
     char buf[4096];
     size_t got = 0;
     ssize_t r;
-    while (got < sizeof(buf) - 1 && (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+    while (got < sizeof(buf) - 1 && (r = read(fd, buf + got, sizeof(buf) - 1 - got)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            fprintf(stderr, "watt ctl: reading the answer from %s: %s\n", path, strerror(errno));
+            return 1;
+        }
         got += (size_t)r;
+    }
     buf[got] = '\0';
     bool error = got == 0 || strncmp(buf, "error:", 6) == 0;
     fputs(got ? buf : "error: the agent closed the connection\n", error ? stderr : stdout);

@@ -373,10 +373,16 @@ def test_tls(root):
             f.write("s3cret\n")
         port = free_port()
         ini = os.path.join(d, "a.ini")
-        with open(ini, "w") as f:
-            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\nroot = {root}\ncontrol =\n"
-                    f"tls_cert = {cert}\ntls_key = {key}\nauth_user = prom\n"
-                    f"auth_password_file = {pw}\n")
+
+        def config(key_file=key, pw_file=pw):
+            with open(ini, "w") as f:
+                f.write(f"[agent]\nlisten = 127.0.0.1:{port}\nroot = {root}\ncontrol =\n"
+                        f"tls_cert = {cert}\ntls_key = {key_file}\nauth_user = prom\n"
+                        f"auth_password_file = {pw_file}\n")
+        test_secret_modes(d, key, pw, config, ini)
+        os.chmod(key, 0o600)
+        os.chmod(pw, 0o600)
+        config()
         p = subprocess.Popen([WATT, "agent", "--config", ini], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         ctx = ssl.create_default_context(cafile=cert)
@@ -403,6 +409,47 @@ def test_tls(root):
             check(got == (401, 401, 200), f"HTTPS: no auth 401, wrong password 401, right 200: {got}")
         finally:
             stop(p)
+
+
+def test_secret_modes(d, key, pw, config, ini):
+    """tls_key and auth_password_file: refused when group or others may read
+    them, when someone else owns them, or when they are not regular files;
+    judged on the opened file, with the mode to set."""
+    def refused(what):
+        config(*what) if what else config()
+        try:
+            r = subprocess.run([WATT, "agent", "--config", ini], capture_output=True, text=True,
+                               timeout=10)
+        except subprocess.TimeoutExpired:
+            return None, "did not exit within 10 s"
+        lines = r.stderr.strip().splitlines()
+        return r.returncode, lines[-1] if lines else ""
+    os.chmod(key, 0o600)
+    os.chmod(pw, 0o644)
+    rc, err = refused(())
+    check(rc not in (0, None) and f"auth_password_file {pw} is readable by group/others "
+          "(mode 0644): chmod 600 it" in err, f"a password file of mode 0644 is refused: {err}")
+    os.chmod(pw, 0o600)
+    os.chmod(key, 0o640)
+    rc, err = refused(())
+    check(rc not in (0, None) and f"tls_key {key} is readable by group/others (mode 0640)" in err,
+          f"a TLS key of mode 0640 is refused: {err}")
+    os.chmod(key, 0o620)
+    rc, err = refused(())
+    check(rc not in (0, None) and "writable by group/others (mode 0620)" in err,
+          f"a TLS key of mode 0620 is refused: {err}")
+    os.chmod(key, 0o600)
+    if os.geteuid() == 0:
+        os.chown(pw, 65534, 65534)
+        rc, err = refused(())
+        os.chown(pw, 0, 0)
+        check(rc not in (0, None) and "owned by uid 65534" in err,
+              f"a password file that another user owns is refused: {err}")
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo, 0o600)
+    rc, err = refused((key, fifo))
+    check(rc not in (0, None) and "not a regular file" in err,
+          f"a FIFO as password file is refused, without waiting for a writer: {err}")
 
 
 def test_live():

@@ -30,6 +30,11 @@ static void test_defaults(void **state)
     /* wake-ups and energy per cgroup: traced, ten cgroups plus other */
     assert_int_equal(c.wakeups, AGENT_WAKEUPS_TRACE);
     assert_int_equal(c.cgroups, 10);
+    /* no local client can starve a scraper (docs/agent.md) */
+    assert_int_equal(c.max_connections, 128);
+    assert_int_equal(c.max_per_client, 16);
+    assert_int_equal(c.header_timeout_s, 5);
+    assert_int_equal(c.timeout_s, 10);
     agent_config_free(&c);
 }
 
@@ -42,6 +47,7 @@ static void test_parse_good(void **state)
     assert_int_equal(agent_config_parse("[agent]\nlisten = 0.0.0.0:9999\ninterval = 0.5\n"
                                         "rapl_energy = coarse\npue = 1.2\nroot = /tmp/r\n"
                                         "max_connections = 8\ntimeout = 3\n"
+                                        "max_connections_per_client = 2\nheader_timeout = 7\n"
                                         "wakeups = proc\ncgroups = 0\n"
                                         "fleet_metrics = /run/watt/fleet.prom\n",
                                         "a.ini", &c, &err),
@@ -54,6 +60,8 @@ static void test_parse_good(void **state)
     assert_string_equal(c.root, "/tmp/r");
     assert_int_equal(c.max_connections, 8);
     assert_int_equal(c.timeout_s, 3);
+    assert_int_equal(c.max_per_client, 2);
+    assert_int_equal(c.header_timeout_s, 7);
     assert_int_equal(c.wakeups, AGENT_WAKEUPS_PROC);
     assert_int_equal(c.cgroups, 0);
     assert_string_equal(c.fleet_metrics, "/run/watt/fleet.prom");
@@ -75,6 +83,10 @@ static void test_parse_bad(void **state)
         {"[agent]\nrapl_energy = some\n", 2},
         {"[agent]\npue = 0.5\n", 2},
         {"[agent]\nmax_connections = 1.5\n", 2},
+        {"[agent]\nmax_connections_per_client = 0\n", 2},
+        {"[agent]\nmax_connections_per_client = 5000\n", 2},
+        {"[agent]\nheader_timeout = 0\n", 2},
+        {"[agent]\nheader_timeout = 2.5\n", 2},
         {"[other]\nx = 1\n", 2},
         {"interval = 1\n", 1},
         {"[agent\n", 1},
