@@ -141,6 +141,26 @@ def offline_list(root):
           "text: 38 online, 2 offline")
 
 
+def powercap_zones(root):
+    """A zone whose id or name watt cannot place is named, with why."""
+    pc = os.path.join(root, PC)
+    os.symlink("../../devices/virtual/powercap/intel-rapl/intel-rapl:0",
+               os.path.join(pc, "intel-rapl:x"))
+    with open(os.path.join(pc, "intel-rapl:1", "name"), "w") as f:
+        f.write("pkg$%\n")
+    text, r = report(root)
+    doms = [c["domain"] for c in r["power"]["channels"] if c["via"] == "powercap"]
+    check(doms == ["package-0", "dram-0"], f"powercap: the two usable zones left ({doms})")
+    check(problem(r, "powercap/intel-rapl:x", "zone skipped"),
+          "powercap: the unparsable zone id is named")
+    check(problem(r, "intel-rapl:1/name", "not a RAPL domain name"),
+          "powercap: the garbage name is named")
+    check(problem(r, "intel-rapl:1/name", "subzone skipped"),
+          "powercap: dram under the garbage parent: the parent's name is named")
+    check("intel-rapl:x: not a zone name watt can parse" in text,
+          "text: the unparsable zone is in the problems")
+
+
 def main():
     src = os.path.join(FIXTURES, "intel-2s")
     if not os.path.isdir(src):
@@ -151,6 +171,7 @@ def main():
         shutil.copytree(src, root, symlinks=True)
         stuck_counter(root)
         offline_list(root)
+        powercap_zones(root)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return summary()
