@@ -280,28 +280,13 @@ static void meter_series(struct mw *w, const char *source, const char *domain, c
     mw_label(w, "via", via);
 }
 
-/* A counter that did not advance over the interval while the CPUs were
- * busy (power_readings_mark_stuck()) is left out, as an unreadable one is:
- * exported flat, it would make rate() a fake 0 W. Its total carries on
- * when it moves again. */
-static bool energy_stuck(const struct power_summary *ps, const struct energy_entry *x)
-{
-    for (size_t i = 0; ps && i < ps->readings.n; i++) {
-        const struct power_reading *p = &ps->readings.v[i];
-        if (p->stuck && streq(p->domain, x->domain) && streq(p->via, x->via))
-            return true;
-    }
-    return false;
-}
-
-static void render_energy(struct mw *w, const struct agent_energy *e, enum agent_rapl_mode rapl,
-                          const struct power_summary *ps)
+static void render_energy(struct mw *w, const struct agent_energy *e, enum agent_rapl_mode rapl)
 {
     mw_fam(w, &f_energy);
     for (size_t i = 0; e && i < e->n; i++) {
         const struct energy_entry *x = &e->v[i];
         bool is_rapl = streq(x->source, "rapl");
-        if (!x->present || (is_rapl && rapl == AGENT_RAPL_OFF) || energy_stuck(ps, x))
+        if (!x->present || (is_rapl && rapl == AGENT_RAPL_OFF))
             continue;
         meter_series(w, x->source, x->domain, x->via);
         if (is_rapl && rapl == AGENT_RAPL_COARSE)
@@ -679,7 +664,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
 {
     struct mw w = {.out = out, .om = openmetrics};
     render_self(&w, self);
-    render_energy(&w, e, rapl, c ? c->power : NULL);
+    render_energy(&w, e, rapl);
     if (c && c->cur) {
         render_power(&w, c, rapl, pue);
         render_cstates(&w, c->cur->cpuidle);
