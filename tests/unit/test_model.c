@@ -140,6 +140,12 @@ static void stuck_readings(struct power_readings *r)
     snprintf(p->source, sizeof(p->source), "hwmon");
     p->scope = POWER_SCOPE_DEVICE;
     p->watts = 0;
+    p = power_readings_add(r); /* an hwmon energy counter, also still */
+    snprintf(p->source, sizeof(p->source), "hwmon");
+    snprintf(p->domain, sizeof(p->domain), "hwmon3/energy1");
+    p->scope = POWER_SCOPE_DEVICE;
+    p->joules = 5;
+    p->delta_j = p->watts = 0;
 }
 
 /* An energy counter that did not advance while the CPUs were busy is
@@ -175,6 +181,8 @@ static void test_summary_stuck(void **state)
         assert_false(ps.readings.v[0].stuck);
         assert_false(ps.readings.v[2].stuck); /* a 0 W power sensor is a reading */
         assert_true(ps.readings.v[2].watts == 0);
+        assert_true(ps.readings.v[3].stuck == (busy[i] != 0));
+        assert_true(busy[i] == 0 ? ps.readings.v[3].watts == 0 : isnan(ps.readings.v[3].watts));
         power_summary_free(&ps);
     }
 }
