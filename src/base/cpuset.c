@@ -20,6 +20,13 @@ void cpuset_add(struct cpuset *set, unsigned cpu)
     set->bits[w] |= 1ull << (cpu % 64);
 }
 
+void cpuset_del(struct cpuset *set, unsigned cpu)
+{
+    unsigned w = cpu / 64;
+    if (w < set->nwords)
+        set->bits[w] &= ~(1ull << (cpu % 64));
+}
+
 bool cpuset_has(const struct cpuset *set, unsigned cpu)
 {
     unsigned w = cpu / 64;

@@ -17,6 +17,7 @@ struct cpuset {
  * -ERANGE for ids above CPUSET_MAX_CPU or reversed ranges. */
 int cpuset_parse(const char *s, struct cpuset *ret);
 void cpuset_add(struct cpuset *set, unsigned cpu);
+void cpuset_del(struct cpuset *set, unsigned cpu);
 bool cpuset_has(const struct cpuset *set, unsigned cpu);
 unsigned cpuset_count(const struct cpuset *set);
 /* Next member after prev (-1 to start); -1 when none is left. */

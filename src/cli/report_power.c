@@ -15,6 +15,26 @@
 #include "sense/procstat.h"
 #include "sense/rapl.h"
 
+/* A counter that did not advance is absent, with the reason in problems. */
+static void stuck_diags(const struct report_ctx *c, const struct power_summary *ps, double busy)
+{
+    for (size_t i = 0; i < ps->readings.n; i++) {
+        const struct power_reading *p = &ps->readings.v[i];
+        if (!p->stuck)
+            continue;
+        char where[96], cpus[64];
+        snprintf(where, sizeof(where), "%s %s", p->source, p->domain);
+        if (isnan(busy))
+            snprintf(cpus, sizeof(cpus), "utilisation unknown");
+        else
+            snprintf(cpus, sizeof(cpus), "%.2f CPUs busy", busy);
+        diags_add(c->diags, where, 0,
+                  "absent: the counter did not advance over the %.3f s interval (%s): a stuck "
+                  "counter, not 0 W",
+                  c->interval_s, cpus);
+    }
+}
+
 void report_power_build(const struct report_ctx *c, const struct power_model *m,
                         struct power_summary *ps)
 {
@@ -27,6 +47,7 @@ void report_power_build(const struct report_ctx *c, const struct power_model *m,
     double busy = b ? procstat_busy_cpus(a->procstat, b->procstat) : NAN;
     double ghz = cpufreq_mean_busy_ghz(b ? a->cpufreq : NULL, c->cur->cpufreq);
     power_summarise(ps, &r, m, cpuset_count(&c->cur->topo.online), busy, ghz);
+    stuck_diags(c, ps, busy);
 }
 
 static void channel_json(const struct power_reading *p, struct json *j)
@@ -44,6 +65,7 @@ static void channel_json(const struct power_reading *p, struct json *j)
     json_kv_double(j, "joules", p->joules);
     json_kv_double(j, "delta_j", p->delta_j);
     json_kv_double(j, "watts", p->watts);
+    json_kv_string(j, "absent", p->stuck ? "the counter did not advance" : NULL);
     json_object_end(j);
 }
 
@@ -122,11 +144,18 @@ static void node_text(const struct report_ctx *c, struct strbuf *out)
     } else if (!isnan(ps->it_w))
         strbuf_appendf(out, "  node: %.1f W estimated (%s, ±%.0f %%)\n", ps->it_w, m->name,
                        m->error_pct);
-    else
+    else if (!c->b)
         strbuf_appendf(out,
                        "  node: - (estimated by %s, but one snapshot has no utilisation; "
                        "use --interval)\n",
                        m->name);
+    else
+        strbuf_appendf(out,
+                       "  node: - (estimated by %s, but the interval has no utilisation: "
+                       "no /proc/stat tick)\n",
+                       m->name);
+    if (ps->meter_unused)
+        report_wrap(out, "  ", 4, ps->coverage);
     if (!ps->readings.n)
         report_wrap(out, "  ", 4,
                     "no power meter found: no RAPL (powercap or perf power PMU), no hwmon "

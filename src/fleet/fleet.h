@@ -92,6 +92,16 @@ struct fleet_trace {
 
 #define FLEET_CPU_SCALE 10000.0 /* cpu[] units per 100 % */
 
+/* The longest horizon a trace may have and a simulation may cover: 366
+ * days. The simulator ticks every decision interval over the whole
+ * horizon, so the horizon, not the number of samples, sets the run time:
+ * two CSV rows 10^12 s apart made 6.7 x 10^9 ticks (32 hours). A PlanetLab
+ * file of its 100,000 lines at 300 s spans 347 days. */
+#define FLEET_MAX_HORIZON_S 31622400.0
+/* The most decision intervals one simulation may take (366 days at 300 s
+ * is 105,408). */
+#define FLEET_MAX_TICKS 1000000.0
+
 void fleet_trace_free(struct fleet_trace *t);
 
 /* One PlanetLab file: one integer percentage per line. Pure; NAME is used in

@@ -51,6 +51,23 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
         fleet_error_set(err, "no VM types");
         return -EINVAL;
     }
+    /* The run ticks every interval over the whole horizon: bound both. */
+    double horizon = tr->n_steps * tr->step_s;
+    if (!(horizon <= FLEET_MAX_HORIZON_S)) {
+        fleet_error_set(err,
+                        "trace %s spans %.0f s (%u steps of %.0f s), more than the %.0f s "
+                        "(366 days) a simulation may cover",
+                        tr->origin ? tr->origin : "", horizon, tr->n_steps, tr->step_s,
+                        FLEET_MAX_HORIZON_S);
+        return -EINVAL;
+    }
+    if (!(o->interval_s > 0) || !(horizon / o->interval_s <= FLEET_MAX_TICKS)) {
+        fleet_error_set(err,
+                        "a decision interval of %g s over the %.0f s of trace %s is more than "
+                        "the %.0f intervals a simulation may take",
+                        o->interval_s, horizon, tr->origin ? tr->origin : "", FLEET_MAX_TICKS);
+        return -EINVAL;
+    }
     *s = (struct sim){.sc = sc, .pol = p, .opt = o, .compat = o->compat, .rng = o->seed};
     for (size_t t = 0; t < hs->n_types; t++) {
         types[t] = hs->types[t];

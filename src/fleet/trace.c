@@ -200,7 +200,8 @@ struct csv {
     uint16_t *cpu;    /* [rows], becomes the trace's */
     size_t n_rows, cap_rows;
     size_t *row_line; /* [rows] line of each row, for pass 2's messages */
-    uint64_t min_step_s, tmin_s;
+    uint64_t min_step_s, tmin_s, tmax_s;
+    size_t tmin_line, tmax_line; /* where the earliest and the latest times are */
 };
 
 static void csv_free(struct csv *c)
@@ -347,8 +348,14 @@ static int csv_row(struct csv *c, const char *s, size_t n, size_t line, struct f
         cur = &c->runs[c->n_runs++];
         *cur = (struct run){.name = r.f[0], .name_len = r.n[0], .line = line, .row0 = c->n_rows};
     }
-    if (c->n_rows == 0 || t_s < c->tmin_s)
+    if (c->n_rows == 0 || t_s < c->tmin_s) {
         c->tmin_s = t_s;
+        c->tmin_line = line;
+    }
+    if (c->n_rows == 0 || t_s > c->tmax_s) {
+        c->tmax_s = t_s;
+        c->tmax_line = line;
+    }
     if (mem > cur->mem_mb)
         cur->mem_mb = (uint32_t)mem;
     cur->rows++;
@@ -441,9 +448,35 @@ static int csv_grid(struct csv *c, const struct run *run, uint64_t step_s, uint3
     return 0;
 }
 
+/* The horizon, from the earliest time to the end of the latest one's step,
+ * within FLEET_MAX_HORIZON_S: named by the line that makes it too long
+ * (the later of the two ends in the file). */
+static int csv_horizon(const struct csv *c, uint64_t step_s, struct fleet_error *err)
+{
+    uint64_t horizon = c->tmax_s - c->tmin_s + step_s;
+    if ((double)horizon <= FLEET_MAX_HORIZON_S)
+        return 0;
+    bool max_later = c->tmax_line > c->tmin_line;
+    fleet_error_set(err,
+                    "%s line %zu: time %llu s is %llu s %s the %s time %llu s (line %zu); with "
+                    "the step of %llu s the trace spans %llu s, more than the %.0f s (366 days) "
+                    "a trace may span",
+                    c->origin, max_later ? c->tmax_line : c->tmin_line,
+                    (unsigned long long)(max_later ? c->tmax_s : c->tmin_s),
+                    (unsigned long long)(c->tmax_s - c->tmin_s), max_later ? "after" : "before",
+                    max_later ? "earliest" : "latest",
+                    (unsigned long long)(max_later ? c->tmin_s : c->tmax_s),
+                    max_later ? c->tmin_line : c->tmax_line, (unsigned long long)step_s,
+                    (unsigned long long)horizon, FLEET_MAX_HORIZON_S);
+    return -EINVAL;
+}
+
 static int csv_build(struct csv *c, struct fleet_trace *t, struct fleet_error *err)
 {
     uint64_t step_s = c->min_step_s ? c->min_step_s : CSV_DEFAULT_STEP_S;
+    int rh = csv_horizon(c, step_s, err);
+    if (rh < 0)
+        return rh;
     *t = (struct fleet_trace){.step_s = (double)step_s};
     trace_reserve(t, c->n_runs, c->n_rows);
     for (size_t v = 0; v < c->n_runs; v++) {

@@ -80,17 +80,30 @@ static void read_cpu_ids(struct host *h, int cpu, struct topo_cpu *c, struct dia
     host_dir_close(&dh);
 }
 
+/* Which CPUs are online. The "online" list when there is one, else the
+ * per-CPU "online" files (cpu0 usually has none and is online; some
+ * kernels and architectures have none at all). A CPU without a cpuN
+ * directory, or not present, is not online. Whatever the source, a CPU
+ * the kernel lists in "offline" is offline: a recorded tree may lack the
+ * "online" list and every per-CPU file, and still say which are off. */
 static void read_online(struct host *h, struct topology *t, struct diags *diags)
 {
-    if (read_cpulist(h, CPU_DIR "/online", &t->online, diags) == 0)
-        return;
-    /* Fall back to per-CPU files; cpu0 usually has none and is online. */
-    CPUSET_FOREACH (cpu, &t->possible) {
-        uint64_t v = 1;
-        int r = host_read_u64f(h, HOST_SYS, &v, CPU_DIR "/cpu%d/online", cpu);
-        if ((r == 0 && v == 1) || r == -ENOENT)
-            cpuset_add(&t->online, (unsigned)cpu);
+    if (read_cpulist(h, CPU_DIR "/online", &t->online, diags) < 0) {
+        cpuset_free(&t->online);
+        CPUSET_FOREACH (cpu, &t->present) {
+            uint64_t v = 1;
+            int r = host_read_u64f(h, HOST_SYS, &v, CPU_DIR "/cpu%d/online", cpu);
+            if (r == -ENOENT && !host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d", cpu))
+                continue; /* no such CPU in sysfs: not online */
+            if ((r == 0 && v == 1) || r == -ENOENT)
+                cpuset_add(&t->online, (unsigned)cpu);
+        }
     }
+    struct cpuset off = {0};
+    if (read_cpulist(h, CPU_DIR "/offline", &off, diags) == 0)
+        CPUSET_FOREACH (cpu, &off)
+            cpuset_del(&t->online, (unsigned)cpu);
+    cpuset_free(&off);
 }
 
 static void read_nodes(struct host *h, struct topology *t, struct diags *diags)

@@ -53,6 +53,28 @@ static bool has_scope(const struct power_readings *r, enum power_scope scope)
     return false;
 }
 
+/* The first stuck counter among the channels that make a node figure. */
+static const struct power_reading *stuck_meter(const struct power_readings *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        enum power_scope sc = r->v[i].scope;
+        if (r->v[i].stuck && (sc == POWER_SCOPE_PLATFORM || sc == POWER_SCOPE_PSYS ||
+                              sc == POWER_SCOPE_PACKAGE || sc == POWER_SCOPE_DRAM))
+            return &r->v[i];
+    }
+    return NULL;
+}
+
+/* Was any package or platform meter read at all (a counter or a power)? */
+static bool any_meter_read(const struct power_readings *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if ((r->v[i].scope == POWER_SCOPE_PACKAGE || r->v[i].scope == POWER_SCOPE_PLATFORM) &&
+            (!isnan(r->v[i].joules) || !isnan(r->v[i].watts)))
+            return true;
+    return false;
+}
+
 static void set_measured(struct power_summary *ps, double w, const char *src, const char *cov)
 {
     ps->measured = true;
@@ -76,6 +98,7 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
         .readings = *readings,
     };
     *readings = (struct power_readings){0};
+    power_readings_mark_stuck(&ps->readings, busy_cores);
     if (!isnan(busy_cores))
         ps->estimated_w = model_estimate(m, cores, busy_cores, ghz);
 
@@ -102,12 +125,24 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
         snprintf(ps->source, sizeof(ps->source), "model %s", m->name);
         snprintf(ps->coverage, sizeof(ps->coverage), "the whole server (estimated, ±%.0f %%)",
                  m->error_pct);
-        /* A meter that exists but gave no (complete) rate is still a meter. */
-        if (n_pkg && !all_pkg)
+        /* A meter that exists but gave no (complete) rate is still a meter:
+         * say why its figure is not the node's. */
+        const struct power_reading *stuck = stuck_meter(&ps->readings);
+        ps->meter_unused = true;
+        if (stuck)
+            snprintf(ps->coverage, sizeof(ps->coverage),
+                     "estimated: %s %s is absent: the counter did not advance", stuck->source,
+                     stuck->domain);
+        else if (n_pkg && !all_pkg)
             snprintf(ps->coverage, sizeof(ps->coverage),
                      "estimated: a RAPL package gave no rate, a partial sum would be wrong");
-        else if (has_scope(&ps->readings, POWER_SCOPE_PACKAGE) ||
-                 has_scope(&ps->readings, POWER_SCOPE_PLATFORM))
+        else if (!has_scope(&ps->readings, POWER_SCOPE_PACKAGE) &&
+                 !has_scope(&ps->readings, POWER_SCOPE_PLATFORM))
+            ps->meter_unused = false;
+        else if (!any_meter_read(&ps->readings))
+            snprintf(ps->coverage, sizeof(ps->coverage),
+                     "estimated: the meter could not be read here (see the problems)");
+        else
             snprintf(ps->coverage, sizeof(ps->coverage),
                      "a meter exists but one snapshot gives no rate: estimated");
     }

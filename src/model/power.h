@@ -9,8 +9,9 @@
 
 struct power_summary {
     bool measured;      /* it_w comes from a meter */
+    bool meter_unused;  /* a meter exists but gave no (complete) rate: coverage says why */
     char source[96];    /* "acpi_power_meter", "rapl (package+dram)", "model seed-2011" */
-    char coverage[128]; /* what the figure covers */
+    char coverage[192]; /* what the figure covers */
     double it_w;        /* node IT watts; NaN when unknown (no interval, no meter) */
     double estimated_w; /* the model's estimate, NaN when its inputs are missing */
     double busy_cores;  /* utilisation summed over CPUs, NaN when unknown */
@@ -24,7 +25,10 @@ struct power_summary {
 
 /* Choose the node figure from the readings (taking ownership of them):
  * a whole-platform meter first, then RAPL psys, then the sum of RAPL
- * package+dram (CPU and memory only), else the model. */
+ * package+dram (CPU and memory only), else the model. Energy counters that
+ * did not advance while the CPUs were not all idle (busy_cores, see
+ * power_readings_mark_stuck()) are marked stuck first: they give no rate,
+ * so the figure falls back as for any absent meter, and coverage says so. */
 void power_summarise(struct power_summary *ps, struct power_readings *readings,
                      const struct power_model *m, unsigned cores, double busy_cores, double ghz);
 void power_summary_free(struct power_summary *ps);

@@ -52,22 +52,39 @@ struct cpufreq_state {
 
 /* ---- probing -------------------------------------------------------- */
 
+/* The first CPU with a cpufreq policy, preferring an online one: the
+ * APERF/MPERF source is chosen by opening the counters on it, and an
+ * offline CPU (cpu0 can be, on arm64 and some x86 kernels) would fail
+ * that for every CPU. Only the live kernel is asked which are online:
+ * on a recorded root there are no counters to open, and reading the
+ * online list here would shift the tree's from=N faults by one read.
+ * -1 when no CPU has cpufreq. */
 static int first_cpufreq_cpu(struct host *h)
 {
     char **names;
     size_t n;
     if (host_list(h, HOST_SYS, CPU_DIR, &names, &n) < 0)
         return -1;
-    int found = -1;
+    struct topology t;
+    struct diags d = {0};
+    bool have_topo = h->live && topology_read(h, &t, &d) == 0;
+    diags_free(&d); /* the samples report them */
+    int found = -1, any = -1;
     for (size_t i = 0; i < n && found < 0; i++) {
         int cpu;
         char tail;
-        if (sscanf(names[i], "cpu%d%c", &cpu, &tail) == 1 && cpu >= 0 &&
-            host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d/cpufreq", cpu))
+        if (sscanf(names[i], "cpu%d%c", &cpu, &tail) != 1 || cpu < 0 ||
+            !host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d/cpufreq", cpu))
+            continue;
+        if (any < 0)
+            any = cpu;
+        if (!have_topo || cpuset_has(&t.online, (unsigned)cpu))
             found = cpu;
     }
     host_free_list(names, n);
-    return found;
+    if (have_topo)
+        topology_free(&t);
+    return found >= 0 ? found : any;
 }
 
 /* An event file of the msr PMU reads "event=0x01". */
@@ -200,45 +217,27 @@ static void cpufreq_free_state(void *state)
 /* ---- sysfs values --------------------------------------------------- */
 
 /* Files a kernel may lack (an older kernel, another driver): ENOENT is
- * not a problem for them. cpuinfo_cur_freq is root-only (0400): a non-root
- * run gets EACCES on every CPU, which is counted and reported once. */
+ * not a problem for them. Each CPU is asked for each of them: a file one
+ * CPU lacks (a partly recorded tree, a policy of another driver, a hybrid
+ * part) may still be there on the next. cpuinfo_cur_freq is root-only
+ * (0400): a non-root run gets EACCES on every CPU, which is counted and
+ * reported once. */
 struct read_ctx {
     struct host *h;
     struct sample *s;
     int cpu;
     struct host_dirh dh; /* cpuN/cpufreq: files are opened relative to it */
     unsigned denied;     /* CPUs whose cpuinfo_cur_freq gave EACCES */
-    /* Optional files one driver lacks are absent on every CPU: after the
-     * first ENOENT they are not tried again (two failed opens a CPU). */
-    const char *absent[8];
-    unsigned nabsent;
 };
-
-static bool known_absent(const struct read_ctx *x, const char *name)
-{
-    for (unsigned i = 0; i < x->nabsent; i++)
-        if (x->absent[i] == name)
-            return true;
-    return false;
-}
-
-static void note_absent(struct read_ctx *x, const char *name, bool optional, int r)
-{
-    if (optional && r == -ENOENT && x->nabsent < ARRAY_SIZE(x->absent))
-        x->absent[x->nabsent++] = name;
-}
 
 static uint64_t cpu_u64(struct read_ctx *x, const char *name, bool optional)
 {
-    if (optional && known_absent(x, name))
-        return VAL_NONE;
     char path[128];
     snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpufreq/%s", x->cpu, name);
     uint64_t v;
     int r = host_dir_read_u64(&x->dh, name, &v);
     if (r == 0)
         return v;
-    note_absent(x, name, optional, r);
     if (streq(name, "cpuinfo_cur_freq") && (r == -EACCES || r == -EPERM))
         x->denied++;
     else if (!(optional && r == -ENOENT))
@@ -248,13 +247,10 @@ static uint64_t cpu_u64(struct read_ctx *x, const char *name, bool optional)
 
 static char *cpu_str(struct read_ctx *x, const char *name, bool optional)
 {
-    if (optional && known_absent(x, name))
-        return NULL;
     char path[128];
     snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpufreq/%s", x->cpu, name);
     char *v = NULL;
     int r = host_dir_read_str(&x->dh, name, &v);
-    note_absent(x, name, optional, r);
     if (r < 0 && !(optional && r == -ENOENT))
         sample_diag_read(x->s, x->h, HOST_SYS, path, r);
     return v;

@@ -88,13 +88,16 @@ static void read_state(struct host *h, struct sample *s, const char *dir, bool f
     host_dir_close(&dh);
 }
 
-/* States are numbered state0..stateN-1 without gaps. */
-static unsigned count_states(struct host *h, int cpu)
+/* States are numbered state0..stateN-1 without gaps. *ret_own_driver: the
+ * CPU has a driver/ directory of its own (CONFIG_CPU_IDLE_MULTIPLE_DRIVERS),
+ * seen in the same listing, so it costs nothing. */
+static unsigned count_states(struct host *h, int cpu, bool *ret_own_driver)
 {
     char path[96];
     snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpuidle", cpu);
     char **names;
     size_t n;
+    *ret_own_driver = false;
     if (host_list(h, HOST_SYS, path, &names, &n) < 0)
         return 0;
     unsigned count = 0;
@@ -103,6 +106,8 @@ static unsigned count_states(struct host *h, int cpu)
         char tail;
         if (sscanf(names[i], "state%u%c", &k, &tail) == 1 && k < 64 && k + 1 > count)
             count = k + 1;
+        else if (streq(names[i], "driver"))
+            *ret_own_driver = true;
     }
     host_free_list(names, n);
     return count;
@@ -125,28 +130,32 @@ static int cpuidle_collect(struct host *h, void *state, struct sample *s)
     /* States (name, latency, residency) belong to the driver, not the CPU:
      * with one driver for all CPUs they are read once. Only kernels with
      * CONFIG_CPU_IDLE_MULTIPLE_DRIVERS (big.LITTLE) have per-CPU drivers,
-     * and they show cpuN/cpuidle/driver/. Halves the files on 384 CPUs. */
-    int first = cpuset_next(&s->topo.online, -1);
-    bool shared = first >= 0 && !host_existsf(h, HOST_SYS, CPU_DIR "/cpu%d/cpuidle/driver", first);
+     * and they show cpuN/cpuidle/driver/. Halves the files on 384 CPUs.
+     * Each CPU is judged on its own listing: a CPU with a driver of its
+     * own, or after a first CPU that had one, reads its states itself. */
     const struct cpuidle_cpu *tmpl = NULL;
+    bool tmpl_shared = false;
     CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu)
             continue;
-        unsigned nstates = count_states(h, cpu);
+        bool own_driver;
+        unsigned nstates = count_states(h, cpu, &own_driver);
         if (nstates == 0)
             continue;
         struct cpuidle_cpu *c = &ci->cpus[ci->ncpus++];
         c->cpu = cpu;
         c->nstates = nstates;
         c->state = xcalloc(nstates, sizeof(*c->state));
-        bool use = shared && tmpl && tmpl->nstates == nstates;
+        bool use = tmpl && tmpl_shared && !own_driver && tmpl->nstates == nstates;
         for (unsigned k = 0; k < nstates; k++) {
             char dir[96];
             snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/cpuidle/state%u", cpu, k);
             read_state(h, s, dir, ci->ncpus == 1, use ? &tmpl->state[k] : NULL, &c->state[k]);
         }
-        if (!tmpl)
+        if (!tmpl) {
             tmpl = c;
+            tmpl_shared = !own_driver;
+        }
     }
     return 0;
 }

@@ -50,9 +50,29 @@ int latency_parse_resume(const char *text, size_t len, int64_t *ret_us)
     return 0;
 }
 
+/* Does any CPU have pm_qos_resume_latency_us? Not only cpu0: cpu0 may be
+ * absent (offline and unplugged on arm64) or lack the file in a recorded
+ * tree while the other CPUs have it. Stops at the first. */
+static bool any_cpu_resume_file(struct host *h)
+{
+    char **names;
+    size_t n;
+    if (host_list(h, HOST_SYS, CPU_DIR, &names, &n) < 0)
+        return false;
+    bool found = false;
+    for (size_t i = 0; i < n && !found; i++) {
+        int cpu;
+        char tail;
+        if (sscanf(names[i], "cpu%d%c", &cpu, &tail) == 1 && cpu >= 0)
+            found = host_existsf(h, HOST_SYS, RESUME_FMT, cpu);
+    }
+    host_free_list(names, n);
+    return found;
+}
+
 static int latency_probe(struct host *h, void **ret_state, char **ret_reason)
 {
-    if (host_exists(h, HOST_DEV, DMA_DEV) || host_existsf(h, HOST_SYS, RESUME_FMT, 0))
+    if (host_exists(h, HOST_DEV, DMA_DEV) || any_cpu_resume_file(h))
         return 1;
     *ret_reason = xstrdup("no PM QoS interface (neither /dev/cpu_dma_latency nor "
                           "pm_qos_resume_latency_us)");

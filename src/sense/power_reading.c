@@ -16,6 +16,22 @@ struct power_reading *power_readings_add(struct power_readings *r)
     return p;
 }
 
+unsigned power_readings_mark_stuck(struct power_readings *r, double busy_cpus)
+{
+    if (busy_cpus == 0)
+        return 0; /* every CPU idle for every tick: a still counter is plausible */
+    unsigned n = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        struct power_reading *p = &r->v[i];
+        if (isnan(p->delta_j) || p->delta_j != 0)
+            continue;
+        p->stuck = true;
+        p->delta_j = p->watts = NAN;
+        n++;
+    }
+    return n;
+}
+
 void power_readings_free(struct power_readings *r)
 {
     free(r->v);

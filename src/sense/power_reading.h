@@ -2,6 +2,7 @@
  * what the report's power section and the model combine. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum power_scope {
@@ -25,6 +26,9 @@ struct power_reading {
     double delta_j; /* energy over the interval, NaN when unknown */
     double watts;   /* average power over the interval (or the sensor's own
                      * average for power sensors), NaN when unknown */
+    bool stuck;     /* an energy counter that did not advance over the interval
+                     * while the CPUs were not all idle: delta_j and watts are
+                     * NaN, not 0 (power_readings_mark_stuck()) */
 };
 
 struct power_readings {
@@ -33,5 +37,16 @@ struct power_readings {
 };
 
 struct power_reading *power_readings_add(struct power_readings *r);
+/* An energy counter that read the same at both ends of an interval is
+ * stuck, not a 0 W measurement, unless every CPU was idle for the whole
+ * interval. BUSY_CPUS is procstat_busy_cpus() over the same interval: the
+ * CPUs' worth of non-idle ticks (user, nice, system, irq, softirq, guest).
+ * Exactly 0 (ticks passed, every one idle on every CPU) keeps the 0 W; a
+ * slow counter (an hwmon meter that updates every few seconds) or a
+ * powered-down device may then truly not move. NaN (no /proc/stat, or no
+ * tick passed) counts as not idle: nothing shows the machine was idle.
+ * Marks such readings stuck and makes their delta_j and watts NaN; returns
+ * how many. */
+unsigned power_readings_mark_stuck(struct power_readings *r, double busy_cpus);
 void power_readings_free(struct power_readings *r);
 const char *power_scope_name(enum power_scope s);

@@ -311,6 +311,9 @@ def bad_inputs(tmp):
         ("CSV 150 %", ["--trace", write(d("c150.csv"), hdr + "a,0,5\na,300,150\n")],
          ["c150.csv", "line 3", "150"]),
         ("CSV header only", ["--trace", write(d("hdronly.csv"), hdr)], ["hdronly.csv"]),
+        # two rows 10^12 s apart: refused at once (it simulated for ~32 h)
+        ("CSV horizon of 2 x 10^12 s", ["--trace", write(d("far.csv"), hdr + (
+            "a,0,50\na,1000000000000,50\n"))], ["far.csv", "line 3", "31622400 s (366 days)"]),
         ("CSV empty", ["--trace", write(d("empty.csv"), "")], ["empty.csv"]),
         ("--hosts garbage", ["--hosts", "garbage"], ["garbage"]),
         ("--hosts 10xg4, a 2500-MIPS VM", ["--hosts", "10xg4", "--trace", write(

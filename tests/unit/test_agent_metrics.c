@@ -318,6 +318,25 @@ static void test_node_exporter(void **state)
     run_close(&r);
 }
 
+/* node_exporter's tree read twice: its energy counters do not move and no
+ * /proc/stat tick passes. A still counter is not 0 W: no power series for
+ * it and no measured node figure (the model's estimate stands in); the
+ * energy totals are the counters as read. */
+static void test_stuck_counter(void **state)
+{
+    (void)state;
+    struct run r;
+    run_open(&r, "node_exporter", true);
+    _cleanup_free_ char *t = run_render(&r, AGENT_RAPL_EXACT, false);
+    validate(t, false);
+    assert_null(strstr(t, "watt_power_watts{source=\"rapl\""));
+    assert_null(strstr(t, "basis=\"measured\""));
+    want_value(t, PKG0, "240422.366267");
+    want_value(t, CORE0, "118821.284256");
+    assert_true(r.ps.readings.n == 2 && r.ps.readings.v[0].stuck && r.ps.readings.v[1].stuck);
+    run_close(&r);
+}
+
 /* intel-2s: two samples one nominal second apart; package-1 wraps from
  * 262102094283 to 23140042 µJ with max_energy_range_uj 262143328850. */
 static void test_intel_2s(void **state)
@@ -640,9 +659,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_exporter), cmocka_unit_test(test_intel_2s),
-        cmocka_unit_test(test_wrap),          cmocka_unit_test(test_backwards),
-        cmocka_unit_test(test_escaping),      cmocka_unit_test(test_latency),
-        cmocka_unit_test(test_power_modes),   cmocka_unit_test(test_device_policy),
+        cmocka_unit_test(test_stuck_counter), cmocka_unit_test(test_wrap),
+        cmocka_unit_test(test_backwards),     cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_latency),       cmocka_unit_test(test_power_modes),
+        cmocka_unit_test(test_device_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

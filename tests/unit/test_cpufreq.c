@@ -187,6 +187,38 @@ static void test_bad_files(void **state)
     close_root(&f);
 }
 
+static void rm_policy_file(const char *root, int policy, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/" CPU "cpufreq/policy%d/%s", root, policy, name);
+    assert_int_equal(unlink(p), 0);
+}
+
+/* An optional file missing on the first CPU is still read on the others,
+ * and one present only on a later CPU is found there. */
+static void test_optional_per_cpu(void **state)
+{
+    struct fixture f;
+    open_root(&f, NULL);
+    rm_policy_file(f.root, 0, "base_frequency");
+    rm_policy_file(f.root, 0, "cpuinfo_max_freq");
+    rm_policy_file(f.root, 0, "energy_performance_preference");
+    tree_write(f.root, CPU "cpufreq/policy1/cpuinfo_cur_freq", "2199000\n");
+    struct sample *s = take(&f);
+    const struct cpufreq_cpu *c0 = cpufreq_find_cpu(s->cpufreq, 0);
+    const struct cpufreq_cpu *c1 = cpufreq_find_cpu(s->cpufreq, 1);
+    assert_true(c0->base_khz == VAL_NONE);
+    assert_true(c0->hw_max_khz == VAL_NONE);
+    assert_null(c0->epp);
+    assert_int_equal(c1->base_khz, 2400000);
+    assert_int_equal(c1->hw_max_khz, 3200000);
+    assert_string_equal(c1->epp, "balance_performance");
+    assert_int_equal(c1->hw_cur_khz, 2199000);
+    assert_int_equal(s->diags.n, 1); /* APERF/MPERF only: a missing optional file is none */
+    sample_free(s);
+    close_root(&f);
+}
+
 static void test_offline(void **state)
 {
     /* cpu1 goes offline between the two samples */
@@ -390,10 +422,15 @@ static void test_node_exporter(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read),          cmocka_unit_test(test_not_here),
-        cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_offline),
-        cmocka_unit_test(test_effective),     cmocka_unit_test(test_effective_bad),
-        cmocka_unit_test(test_cpuinfo_parse), cmocka_unit_test(test_node_exporter),
+        cmocka_unit_test(test_read),
+        cmocka_unit_test(test_not_here),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_offline),
+        cmocka_unit_test(test_optional_per_cpu),
+        cmocka_unit_test(test_effective),
+        cmocka_unit_test(test_effective_bad),
+        cmocka_unit_test(test_cpuinfo_parse),
+        cmocka_unit_test(test_node_exporter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,6 +80,30 @@ static void test_read_states(void **state)
     tree_free(root);
 }
 
+/* The states' names and latencies are read once when CPUs share a driver;
+ * a CPU with a driver/ of its own (CONFIG_CPU_IDLE_MULTIPLE_DRIVERS) reads
+ * its own, even when the first CPU has none. */
+static void test_own_driver_not_first(void **state)
+{
+    char *root = make_root(NULL);
+    tree_write(root, CPU "cpu1/cpuidle/driver/name", "psci_idle\n");
+    tree_write(root, CPU "cpu1/cpuidle/state3/name", "cluster-sleep\n");
+    tree_write(root, CPU "cpu1/cpuidle/state3/latency", "800\n");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct sample *s = take(h);
+    const struct cpuidle_cpu *c0 = cpuidle_find_cpu(s->cpuidle, 0);
+    const struct cpuidle_cpu *c1 = cpuidle_find_cpu(s->cpuidle, 1);
+    assert_string_equal(c0->state[3].name, "C6");
+    assert_string_equal(c1->state[3].name, "cluster-sleep");
+    assert_int_equal(c1->state[3].latency_us, 800);
+    assert_int_equal(c1->state[3].residency_us, 600);
+    assert_int_equal(s->diags.n, 0);
+    sample_free(s);
+    host_close(h);
+    tree_free(root);
+}
+
 static void test_residency(void **state)
 {
     /* The second read of cpu0's C6 time and usage moves on by 0.5 s and 50
@@ -172,8 +196,11 @@ static void test_multiple_drivers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_states),           cmocka_unit_test(test_residency),
-        cmocka_unit_test(test_backwards_and_offline), cmocka_unit_test(test_unreadable_and_garbage),
+        cmocka_unit_test(test_read_states),
+        cmocka_unit_test(test_own_driver_not_first),
+        cmocka_unit_test(test_residency),
+        cmocka_unit_test(test_backwards_and_offline),
+        cmocka_unit_test(test_unreadable_and_garbage),
         cmocka_unit_test(test_multiple_drivers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -257,6 +257,11 @@ static void test_csv_good(void **state)
     assert_true(fleet_trace_at(&t, 0, 3) == 0);
     fleet_trace_free(&t);
 
+    /* exactly 366 days: accepted */
+    assert_int_equal(parse_csv("vm,time_s,cpu_pct\na,1700000000,5\na,1715811200,6\n", &t, &err), 0);
+    assert_int_equal(t.n_steps, 2);
+    assert_true(t.n_steps * t.step_s == FLEET_MAX_HORIZON_S);
+    fleet_trace_free(&t);
     /* one row: the step defaults to 300 s */
     assert_int_equal(parse_csv("vm,time_s,cpu_pct\nx,7,1\n", &t, &err), 0);
     assert_int_equal(t.n_steps, 1);
@@ -308,6 +313,20 @@ static void test_csv_bad(void **state)
     expect_csv_error("vm,time_s,cpu_pct\na,0,1\n\n", "line 3: want 3 fields");
     expect_csv_error("vm,time_s,cpu_pct\na\bb,0,1\n",
                      "line 2: the vm name has a control character");
+
+    /* The horizon (earliest time to the end of the latest time's step) is
+     * at most 366 days: 3 lines 10^12 s apart used to simulate for 32 h. */
+    expect_csv_error("vm,time_s,cpu_pct\na,0,50\na,1000000000000,50\n",
+                     "t.csv line 3: time 1000000000000 s is 1000000000000 s after the earliest "
+                     "time 0 s (line 2); with the step of 1000000000000 s the trace spans "
+                     "2000000000000 s, more than the 31622400 s (366 days) a trace may span");
+    expect_csv_error("vm,time_s,cpu_pct\na,15811202,50\nb,1,50\nb,15811202,50\n",
+                     "t.csv line 3: time 1 s is 15811201 s before the latest time 15811202 s "
+                     "(line 2); with the step of 15811201 s the trace spans 31622402 s, more than "
+                     "the 31622400 s");
+    /* epoch times are fine: the span counts, not the origin */
+    expect_csv_error("vm,time_s,cpu_pct\na,1700000000,5\na,1731622101,5\n",
+                     "the trace spans 63244202 s");
 
     char line[700];
     memset(line, 'v', sizeof(line));

@@ -315,6 +315,35 @@ static void test_vm_too_big(void **state)
     fleet_hosts_free(&h);
 }
 
+/* The horizon, not the number of samples, sets the run time: a trace that
+ * did not come through the parser (an API caller) is bounded too, and so
+ * is the number of decision intervals. */
+static void test_horizon_bound(void **state)
+{
+    (void)state;
+    struct fleet_hosts h;
+    struct fleet_trace t;
+    hosts_of("4xG5", &h);
+    synth_of(20, 48, 3, &t);
+    struct fleet_scenario sc = {
+        .hosts = &h, .trace = &t, .vm_types = fleet_vm_types_cloudsim, .n_vm_types = 4};
+    t.step_s = 2 * FLEET_MAX_HORIZON_S / 48; /* 732 days in 48 steps */
+    expect_einval(&sc, true, "npa", "more than the 31622400 s (366 days) a simulation may cover");
+    expect_einval(&sc, false, "watt", "more than the 31622400 s (366 days)");
+    t.step_s = 300;
+    struct fleet_policy p = policy_of("watt");
+    struct fleet_options o = options_of(false);
+    struct fleet_result r;
+    struct fleet_error err = {{0}};
+    for (int k = 0; k < 2; k++) {
+        o.interval_s = k ? 0.01 : 0; /* 1,440,000 intervals; none at all */
+        assert_int_equal(fleet_sim_run(&sc, &p, &o, &r, &err), -EINVAL);
+        assert_contains(err.msg, "intervals a simulation may take");
+    }
+    fleet_trace_free(&t);
+    fleet_hosts_free(&h);
+}
+
 static void test_empty_fleet(void **state)
 {
     (void)state;
@@ -482,12 +511,19 @@ static void test_r_squared(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_median),        cmocka_unit_test(test_iqr),
-        cmocka_unit_test(test_mad),           cmocka_unit_test(test_trim_zero_tail),
-        cmocka_unit_test(test_linear_fit),    cmocka_unit_test(test_tricube),
-        cmocka_unit_test(test_robust_fit),    cmocka_unit_test(test_r_squared),
-        cmocka_unit_test(test_vm_too_big),    cmocka_unit_test(test_empty_fleet),
-        cmocka_unit_test(test_random_compat), cmocka_unit_test(test_random_realistic),
+        cmocka_unit_test(test_median),
+        cmocka_unit_test(test_iqr),
+        cmocka_unit_test(test_mad),
+        cmocka_unit_test(test_trim_zero_tail),
+        cmocka_unit_test(test_linear_fit),
+        cmocka_unit_test(test_tricube),
+        cmocka_unit_test(test_robust_fit),
+        cmocka_unit_test(test_r_squared),
+        cmocka_unit_test(test_vm_too_big),
+        cmocka_unit_test(test_empty_fleet),
+        cmocka_unit_test(test_horizon_bound),
+        cmocka_unit_test(test_random_compat),
+        cmocka_unit_test(test_random_realistic),
         cmocka_unit_test(test_lower_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -167,6 +167,67 @@ static void test_topology_garbage(void **state)
     tree_free(root);
 }
 
+static void rm_file(const char *root, const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", root, rel);
+    assert_int_equal(unlink(p), 0);
+}
+
+static unsigned online_count(const char *root, struct cpuset *ret_online)
+{
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct topology t;
+    struct diags d = {0};
+    assert_int_equal(topology_read(h, &t, &d), 0);
+    unsigned n = cpuset_count(&t.online);
+    *ret_online = t.online;
+    t.online = (struct cpuset){0};
+    for (unsigned i = 0; i < t.ncpu; i++)
+        assert_int_equal(t.cpu[i].online, cpuset_has(ret_online, i));
+    diags_free(&d);
+    topology_free(&t);
+    host_close(h);
+    return n;
+}
+
+/* A CPU the kernel lists in "offline" is offline, whether or not the
+ * "online" list or per-CPU online files exist; a CPU without a cpuN
+ * directory, or not present, is not online either. */
+static void test_topology_offline_list(void **state)
+{
+    char *root = make_machine();
+    rm_file(root, CPU "online");
+    rm_file(root, CPU "cpu6/online");
+    rm_file(root, CPU "cpu7/online");
+    struct cpuset on;
+    assert_int_equal(online_count(root, &on), 6); /* 6-7: in "offline", no online file */
+    assert_false(cpuset_has(&on, 6));
+    assert_false(cpuset_has(&on, 7));
+    cpuset_free(&on);
+    /* the per-CPU files say online, "offline" says not: offline wins */
+    tree_write(root, CPU "cpu6/online", "1\n");
+    assert_int_equal(online_count(root, &on), 6);
+    cpuset_free(&on);
+    /* no "offline" either: possible 0-7, present 0-5, no cpu6/cpu7 at all */
+    rm_file(root, CPU "offline");
+    rm_file(root, CPU "cpu6/online");
+    tree_write(root, CPU "present", "0-5\n");
+    assert_int_equal(online_count(root, &on), 6);
+    cpuset_free(&on);
+    /* present but without a directory: not online */
+    tree_write(root, CPU "present", "0-7\n");
+    char p[512];
+    snprintf(p, sizeof(p), "%s/" CPU "cpu7", root);
+    assert_int_equal(rmdir(p), 0);
+    assert_int_equal(online_count(root, &on), 7); /* cpu6 has a directory and no file */
+    assert_true(cpuset_has(&on, 6));
+    assert_false(cpuset_has(&on, 7));
+    cpuset_free(&on);
+    tree_free(root);
+}
+
 /* Writes on a recorded root: the file is replaced and reads back as sysfs
  * shows a value, with its newline; op=write faults refuse a write while
  * reads work; a write fault with a value makes no sense. */
@@ -423,11 +484,17 @@ static void test_root_links(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_errors),        cmocka_unit_test(test_reads_and_faults),
-        cmocka_unit_test(test_list_natural_order), cmocka_unit_test(test_topology),
-        cmocka_unit_test(test_topology_garbage),   cmocka_unit_test(test_writes_and_write_faults),
-        cmocka_unit_test(test_state_files),        cmocka_unit_test(test_beneath),
-        cmocka_unit_test(test_magic_links),        cmocka_unit_test(test_root_links),
+        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_reads_and_faults),
+        cmocka_unit_test(test_list_natural_order),
+        cmocka_unit_test(test_topology),
+        cmocka_unit_test(test_topology_garbage),
+        cmocka_unit_test(test_topology_offline_list),
+        cmocka_unit_test(test_writes_and_write_faults),
+        cmocka_unit_test(test_state_files),
+        cmocka_unit_test(test_beneath),
+        cmocka_unit_test(test_magic_links),
+        cmocka_unit_test(test_root_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

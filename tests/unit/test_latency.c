@@ -238,6 +238,28 @@ static void test_probe_absent(void **state)
     tree_free(root);
 }
 
+/* No device, and cpu0 without the file (a recorded tree, an arm64 machine
+ * whose cpu0 is gone): the other CPUs' files still make the sampler. */
+static void test_probe_not_cpu0(void **state)
+{
+    char *root = make_root(NULL, 0, NULL);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/" CPU "cpu0/power/pm_qos_resume_latency_us", root);
+    assert_int_equal(unlink(p), 0);
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    void *st = NULL;
+    char *why = NULL;
+    assert_int_equal(latency_sampler.probe(h, &st, &why), 1);
+    assert_null(why);
+    struct sample *s = take(h);
+    assert_int_equal(latency_find_cpu(s->latency, 2)->resume_us, 20);
+    assert_true(latency_find_cpu(s->latency, 0)->resume_us == LATENCY_UNKNOWN);
+    sample_free(s);
+    host_close(h);
+    tree_free(root);
+}
+
 /* The running kernel, when we may read the device (root): reading must not
  * fail, and with nobody asking for a limit it says 2000000000. */
 static void test_live(void **state)
@@ -264,10 +286,11 @@ static void test_live(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_global), cmocka_unit_test(test_parse_resume),
-        cmocka_unit_test(test_collect),      cmocka_unit_test(test_default_excludes_nothing),
-        cmocka_unit_test(test_holders),      cmocka_unit_test(test_short_and_denied),
-        cmocka_unit_test(test_probe_absent), cmocka_unit_test(test_live),
+        cmocka_unit_test(test_parse_global),   cmocka_unit_test(test_parse_resume),
+        cmocka_unit_test(test_collect),        cmocka_unit_test(test_default_excludes_nothing),
+        cmocka_unit_test(test_holders),        cmocka_unit_test(test_short_and_denied),
+        cmocka_unit_test(test_probe_absent),   cmocka_unit_test(test_live),
+        cmocka_unit_test(test_probe_not_cpu0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

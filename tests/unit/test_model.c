@@ -123,6 +123,70 @@ static void test_summary_partial_and_double(void **state)
     power_summary_free(&ps);
 }
 
+/* Two RAPL packages over a 1 s interval, package-1's counter still. */
+static void stuck_readings(struct power_readings *r)
+{
+    *r = (struct power_readings){0};
+    for (int k = 0; k < 2; k++) {
+        struct power_reading *p = power_readings_add(r);
+        snprintf(p->source, sizeof(p->source), "rapl");
+        snprintf(p->domain, sizeof(p->domain), "package-%d", k);
+        p->scope = POWER_SCOPE_PACKAGE;
+        p->package = k;
+        p->joules = 1000;
+        p->delta_j = p->watts = k ? 0 : 120;
+    }
+    struct power_reading *p = power_readings_add(r); /* a power sensor: no counter */
+    snprintf(p->source, sizeof(p->source), "hwmon");
+    p->scope = POWER_SCOPE_DEVICE;
+    p->watts = 0;
+    p = power_readings_add(r); /* an hwmon energy counter, also still */
+    snprintf(p->source, sizeof(p->source), "hwmon");
+    snprintf(p->domain, sizeof(p->domain), "hwmon3/energy1");
+    p->scope = POWER_SCOPE_DEVICE;
+    p->joules = 5;
+    p->delta_j = p->watts = 0;
+}
+
+/* An energy counter that did not advance while the CPUs were busy is
+ * absent, not 0 W: the node figure falls back to the model and says why.
+ * With every CPU idle for every tick (busy exactly 0) the 0 W stands;
+ * unknown utilisation (NaN) is not idle. */
+static void test_summary_stuck(void **state)
+{
+    struct power_model m;
+    model_default(&m);
+    const double busy[] = {10.4, NAN, 0};
+    for (int i = 0; i < 3; i++) {
+        struct power_readings r;
+        stuck_readings(&r);
+        struct power_summary ps;
+        power_summarise(&ps, &r, &m, 40, busy[i], NAN);
+        const struct power_reading *p1 = &ps.readings.v[1];
+        if (busy[i] == 0) {
+            assert_false(p1->stuck);
+            assert_true(p1->watts == 0);
+            assert_true(ps.measured);
+            assert_true(fabs(ps.it_w - 120) < 1e-9);
+        } else {
+            assert_true(p1->stuck);
+            assert_true(isnan(p1->watts) && isnan(p1->delta_j));
+            assert_true(p1->joules == 1000); /* the counter itself was read */
+            assert_false(ps.measured);
+            assert_true(ps.meter_unused);
+            assert_string_equal(ps.coverage,
+                                "estimated: rapl package-1 is absent: the counter did not advance");
+            assert_non_null(strstr(ps.source, "model"));
+        }
+        assert_false(ps.readings.v[0].stuck);
+        assert_false(ps.readings.v[2].stuck); /* a 0 W power sensor is a reading */
+        assert_true(ps.readings.v[2].watts == 0);
+        assert_true(ps.readings.v[3].stuck == (busy[i] != 0));
+        assert_true(busy[i] == 0 ? ps.readings.v[3].watts == 0 : isnan(ps.readings.v[3].watts));
+        power_summary_free(&ps);
+    }
+}
+
 /* data/models/NAME.ini and the built-in of the same name agree exactly. */
 static void test_files_match_builtins(void **state)
 {
@@ -160,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_summary_prefers_meters),
         cmocka_unit_test(test_files_match_builtins),
         cmocka_unit_test(test_summary_partial_and_double),
+        cmocka_unit_test(test_summary_stuck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -458,6 +458,66 @@ static void test_zones(void **state)
     tree_free(root);
 }
 
+static const struct diag *find_diag_what(const struct diags *d, const char *where_tail,
+                                         const char *what)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        size_t a = strlen(d->v[i].where), b = strlen(where_tail);
+        if (a >= b && streq(d->v[i].where + a - b, where_tail) && strstr(d->v[i].what, what))
+            return &d->v[i];
+    }
+    return NULL;
+}
+
+/* Every powercap zone that cannot be used is named with the file at fault
+ * and why, in every sample; none is dropped silently. Other control types
+ * (dtpm) and the bare "intel-rapl" directory are not zones. */
+static void test_zone_skips(void **state)
+{
+    char *root = tree_new();
+    tree_write(root, PC "intel-rapl/enabled", "1\n");
+    tree_write(root, PC "dtpm/enabled", "0\n");
+    zone(root, "intel-rapl:0", "package-0", "1000000\n", "262143328850");
+    zone(root, "intel-rapl:x", "package-7", "1\n", "2");        /* id unparsable */
+    zone(root, "intel-rapl:0:0:0", "dram", "1\n", "2");         /* too deep */
+    zone(root, "intel-rapl:1", "pkg$%", "1\n", "2");            /* garbage name */
+    zone(root, "intel-rapl:1:0", "dram", "1\n", "2");           /* under the garbage parent */
+    zone(root, "intel-rapl:2", "package-0", "1\n", "2");        /* package-0 again */
+    zone(root, "intel-rapl:3", "core", "1\n", "2");             /* a subzone kind at the top */
+    zone(root, "intel-rapl:4:0", "dram", "1\n", "2");           /* no intel-rapl:4 */
+    zone(root, "intel-rapl:5", "package-5", "3000000\n", NULL); /* no wrap point: kept */
+    zone(root, "intel-rapl:6", "package-6", "3000000\n", "zz"); /* garbage wrap point: kept */
+    struct ctx c;
+    char *why;
+    assert_int_equal(open_root(root, &c, &why), 1);
+    struct sample *s = take(&c);
+    assert_int_equal(s->rapl->n, 3);
+    assert_string_equal(s->rapl->v[0].name, "package-0");
+    assert_string_equal(s->rapl->v[1].name, "package-5");
+    assert_string_equal(s->rapl->v[2].name, "package-6");
+    assert_true(s->rapl->v[1].max_range == VAL_NONE);
+    assert_non_null(find_diag_what(&s->diags, "powercap/intel-rapl:x", "zone skipped"));
+    assert_non_null(find_diag_what(&s->diags, "powercap/intel-rapl:0:0:0", "zone skipped"));
+    assert_non_null(find_diag_what(&s->diags, "intel-rapl:1/name", "not a RAPL domain name"));
+    assert_non_null(find_diag_what(&s->diags, "intel-rapl:1/name", "subzone skipped"));
+    assert_non_null(find_diag_what(&s->diags, "intel-rapl:2/name", "same domain as intel-rapl:0"));
+    assert_non_null(find_diag_what(&s->diags, "intel-rapl:3/name", "on a top-level zone"));
+    assert_non_null(find_diag_what(&s->diags, "intel-rapl:4/name", "parent zone is missing"));
+    assert_non_null(find_diag_what(&s->diags, "intel-rapl:5/max_energy_range_uj", "missing"));
+    assert_non_null(
+        find_diag_what(&s->diags, "intel-rapl:6/max_energy_range_uj", "not a positive number"));
+    assert_null(find_diag(&s->diags, "powercap/dtpm"));
+    assert_null(find_diag(&s->diags, "powercap/intel-rapl"));
+    assert_int_equal(s->diags.n, 9);
+    /* again in the next sample: a report of two samples names them once */
+    struct sample *s2 = take(&c);
+    assert_int_equal(s2->diags.n, 9);
+    sample_free(s);
+    sample_free(s2);
+    close_ctx(&c);
+    tree_free(root);
+}
+
 /* On a recorded root the perf PMU is described, its counters absent. */
 static void test_perf_recorded(void **state)
 {
@@ -595,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_backwards_unknown_range),
         cmocka_unit_test(test_above_range),
         cmocka_unit_test(test_zones),
+        cmocka_unit_test(test_zone_skips),
         cmocka_unit_test(test_perf_recorded),
         cmocka_unit_test(test_prefer_powercap),
         cmocka_unit_test(test_perf_dies),
