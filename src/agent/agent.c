@@ -923,9 +923,10 @@ int agent_run(const struct agent_config *start, const char *config_path,
     int r = load_devpolicy(&a, false);
     if (r >= 0)
         r = load_model(&a);
-    if (r >= 0 && (r = host_open(a.cfg.root, &a.h)) < 0)
+    _cleanup_free_ char *root_err = NULL;
+    if (r >= 0 && (r = host_open_err(a.cfg.root, &a.h, &root_err)) < 0)
         fprintf(stderr, "watt agent: cannot open root %s: %s\n", a.cfg.root ? a.cfg.root : "/",
-                strerror(-r));
+                root_err ? root_err : strerror(-r));
     if (r >= 0 && (r = sense_open(a.h, &a.sense)) < 0)
         fprintf(stderr, "watt agent: cannot start sampling: %s\n", strerror(-r));
     if (r >= 0)
