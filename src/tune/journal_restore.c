@@ -63,8 +63,11 @@ enum journal_verdict journal_judge(struct host *h, const struct journal_log *log
     _cleanup_free_ char *old = journal_value_active(e->old_value);
     /* It shows what watt wrote; or still the old value: the write never
      * happened (a crash between the record and the write), and writing
-     * it back changes nothing. */
-    bool ours = streq(now, want) || streq(now, old);
+     * it back changes nothing; or no value the knob takes at all (a
+     * kernel file never shows one): a write torn by a crash on a recorded
+     * tree, whose writes truncate and then write. Nobody set that. */
+    bool ours =
+        streq(now, want) || streq(now, old) || !knob_value_ok(knob_find(e->dir, e->path), raw);
     if (ret_now)
         *ret_now = now;
     else
@@ -382,8 +385,7 @@ int journal_restore(struct journal *j, const char *owner, unsigned flags,
         bool changed = k < log.n || (moved && log.nproblems);
         log.n = k;
         if (changed)
-            r = journal_rewrite(j, log.v, log.n, moved ? NULL : log.bad,
-                                moved ? 0 : log.nproblems);
+            r = journal_rewrite(j, log.v, log.n, moved ? NULL : log.bad, moved ? 0 : log.nproblems);
         if (r < 0)
             say(&x, xasprintf("cannot rewrite the journal %s: %s", j->display, strerror(-r)));
     }

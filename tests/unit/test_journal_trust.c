@@ -306,6 +306,27 @@ static void test_changed_since(void **state)
     tree_free(root);
 }
 
+/* A write torn by a crash on a recorded tree (truncated, not yet
+ * written): no value a knob takes, so nobody set it: it is restored. */
+static void test_torn_write(void **state)
+{
+    char *root = make_root();
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct journal *j = open_journal(h);
+    assert_int_equal(journal_set(j, HOST_SYS, GOV, "performance", NULL), 0);
+    tree_write(root, "sys/" GOV, "");
+    struct journal_restore_report rep;
+    assert_int_equal(journal_restore(j, NULL, 0, &rep), 0);
+    assert_int_equal(rep.restored, 1);
+    assert_int_equal(rep.changed, 0);
+    journal_restore_report_free(&rep);
+    assert_file(root, "sys/" GOV, "powersave\n");
+    journal_close(j);
+    host_close(h);
+    tree_free(root);
+}
+
 /* Two records of one path: the chain restores to the first's old value. */
 static void test_chain(void **state)
 {
@@ -421,7 +442,7 @@ int main(void)
         cmocka_unit_test(test_knob_table),   cmocka_unit_test(test_forged),
         cmocka_unit_test(test_untrusted),    cmocka_unit_test(test_changed_since),
         cmocka_unit_test(test_chain),        cmocka_unit_test(test_earlier_boot),
-        cmocka_unit_test(test_corrupt_kept),
+        cmocka_unit_test(test_corrupt_kept), cmocka_unit_test(test_torn_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
