@@ -679,7 +679,11 @@ static char *untrusted_why(const struct stat *st, const char *shown)
         return xasprintf("%s is owned by uid %u, not by root: refusing to use it (chown root "
                          "%s, after checking its content)",
                          shown, (unsigned)st->st_uid, shown);
-    if (st->st_mode & (S_IWGRP | S_IWOTH))
+    /* A sticky directory (/tmp) is writable by all, but only an entry's
+     * owner may rename or remove it: the next component, checked in turn,
+     * is what counts. */
+    bool sticky = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !sticky)
         return xasprintf("%s is writable by %s (mode %04o): refusing to use it (chmod go-w %s, "
                          "after checking its content)",
                          shown, (st->st_mode & S_IWOTH) ? "others" : "its group",

@@ -232,6 +232,7 @@ static void test_untrusted(void **state)
         {"var", 0757, 0, "/var is writable by others"},
         {JRNL, 0644, 4242, "is owned by uid 4242, not by root"},
         {"var/lib/watt", 0755, 4242, "var/lib/watt is owned by uid 4242"},
+        {"var/lib", 01777, 0, NULL}, /* sticky, as /tmp: what is below counts */
     };
     if (geteuid() != 0)
         skip();
@@ -247,6 +248,14 @@ static void test_untrusted(void **state)
         assert_int_equal(host_open(root, &h), 0);
         struct journal *j = NULL;
         char *err = NULL;
+        if (!cases[i].want) {
+            assert_int_equal(journal_open(h, NULL, "cli", &j, &err), 0);
+            journal_close(j);
+            host_close(h);
+            free(p);
+            tree_free(root);
+            continue;
+        }
         assert_int_equal(journal_open(h, NULL, "cli", &j, &err), -EPERM);
         if (!strstr(err, cases[i].want))
             fail_msg("%s: got '%s'", cases[i].path, err);
