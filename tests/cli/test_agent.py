@@ -342,11 +342,21 @@ def test_ctl(root):
             setpriv = shutil.which("setpriv")
             if setpriv and os.geteuid() == 0:
                 os.chmod(d, 0o755)
-                r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-                                    WATT, "ctl", "--socket", sock, "status"],
-                                   capture_output=True, text=True, timeout=10)
-                check(r.returncode != 0 and not r.stdout, f"refused to a non-root user: "
-                      f"{r.stderr.strip()[:80]}")
+                # a copy uid 65534 can run: the build tree may sit in a
+                # mode-0700 directory, where exec itself fails (EACCES)
+                # and the check below would pass without watt running
+                bindir = tempfile.mkdtemp(prefix="watt-ctl-nobody-", dir="/tmp")
+                os.chmod(bindir, 0o755)
+                watt = shutil.copy(WATT, bindir)
+                try:
+                    r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534",
+                                        "--clear-groups", watt, "ctl", "--socket", sock,
+                                        "status"], capture_output=True, text=True, timeout=10)
+                finally:
+                    shutil.rmtree(bindir, ignore_errors=True)
+                check(r.returncode != 0 and not r.stdout and
+                      ("root only" in r.stderr or "watt ctl:" in r.stderr),
+                      f"refused to a non-root user: {r.stderr.strip()[:80]}")
         finally:
             stop(p)
         check(not os.path.exists(sock), "the control socket is removed at exit")
