@@ -389,6 +389,36 @@ static void test_journal_nul_byte_refused(void **state)
     open_controller(w); /* for teardown */
 }
 
+/* A sequence number of LONG_MAX made the next one overflow (undefined;
+ * in practice a negative number the next start refused): such a line, and
+ * one out of range, is not a record. Found by fuzz_fleet_journal. */
+static void test_journal_seq_overflow_refused(void **state)
+{
+    struct world *w = *state;
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *path = xasprintf("%s/journal", w->dir);
+    static const char *const texts[] = {
+        "9223372036854775807 1700000000.000 begin power_off host=h2\n",
+        "99999999999999999999 1700000000.000 begin power_off host=h2\n",
+        "1 1700000000.000 begin power_off host=h2\n"
+        "2 1700000001.000 end 99999999999999999999 ok\n",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(texts[i], f);
+        fclose(f);
+        struct fleet_error err = {{0}};
+        struct ctl_options opt = {0};
+        assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err),
+                         -EINVAL);
+        assert_non_null(strstr(err.msg, "not a journal record"));
+    }
+    unlink(path);
+    open_controller(w); /* for teardown */
+}
+
 /* fleet.ini's policy = is checked when the file is read, not taken as
  * strtod() reads it ("pack=O.8" was a pack of 0: no VM fits anywhere). */
 static void test_policy_tunables_checked(void **state)
@@ -434,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_journal_words),
         cmocka_unit_test(test_policy_tunables_checked),
         cmocka_unit_test_setup_teardown(test_journal_nul_byte_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_journal_seq_overflow_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packs_then_spreads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_migration_keeps_vm_and_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mute_bmc_never_off, setup, teardown),

@@ -12,6 +12,7 @@
  * blanks, '%', '=' and bytes outside ASCII as %XX (ctl_journal_word). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,10 @@ static int parse_line(char *line, struct rec *ret)
 {
     char *end;
     struct rec r = {0};
+    errno = 0;
     r.seq = strtol(line, &end, 10);
-    if (end == line || *end != ' ' || r.seq <= 0)
+    /* LONG_MAX (or out of range) would make the next sequence number overflow */
+    if (end == line || *end != ' ' || r.seq <= 0 || errno || r.seq == LONG_MAX)
         return -EINVAL;
     char *p = end + 1;
     r.t = strtod(p, &end);
@@ -62,8 +65,9 @@ static int parse_line(char *line, struct rec *ret)
         p += 6;
     } else if (strncmp(p, "end ", 4) == 0) {
         p += 4;
+        errno = 0;
         r.ref = strtol(p, &end, 10);
-        if (end == p || *end != ' ' || r.ref <= 0)
+        if (end == p || *end != ' ' || r.ref <= 0 || errno)
             return -EINVAL;
         p = end + 1;
     } else {
