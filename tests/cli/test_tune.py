@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from checks import check, summary  # noqa: E402
@@ -23,7 +24,20 @@ from checks import check, summary  # noqa: E402
 WATT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.environ["WATT"])
 FIXTURES = os.environ["WATT_FIXTURES"]
 SANITIZER = ("Sanitizer", "runtime error:", "Segmentation", "Aborted", "core dumped")
-TMP = tempfile.mkdtemp(prefix="watt-tune-")
+def scratch_dir():
+    """tmpfs when there is one: the copies (big-384 has 29,000 files) are
+    made, read whole and removed several times, which on a VM's disk took
+    most of this test's time."""
+    try:
+        st = os.statvfs("/dev/shm")
+        if os.access("/dev/shm", os.W_OK) and st.f_bavail * st.f_frsize > 1 << 30:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
+
+
+TMP = tempfile.mkdtemp(prefix="watt-tune-", dir=scratch_dir())
 CFG = os.path.join(TMP, "cfg")
 ENV = dict(os.environ, WATT_CONFIG_DIR=CFG)
 ENV.pop("WATT_ROOT", None)
@@ -126,7 +140,11 @@ def copy_fixture(name, tag, shared=False):
     if shared and name in COPIES:
         return COPIES[name]
     dst = os.path.join(TMP, f"{name}-{tag}")
-    shutil.copytree(os.path.join(FIXTURES, name), dst, symlinks=True)
+    src = os.path.join(FIXTURES, name)
+    if shutil.which("cp"):  # twice as fast as copytree, same result (links kept)
+        subprocess.run(["cp", "-a", "--no-preserve=links", src, dst], check=True)
+    else:
+        shutil.copytree(src, dst, symlinks=True)
     if shared:
         COPIES[name] = dst
     return dst
@@ -352,6 +370,7 @@ def test_interrupted():
             if os.path.exists(journal) and os.path.getsize(journal) > 200:
                 p.send_signal(signal.SIGTERM)
                 break
+            time.sleep(0.0005)  # not a busy loop: on 2 CPUs it slowed the apply it waits for
         err = p.communicate(timeout=60)[1]
         n = diff_count(before, tree_state(root))
         if "interrupted by" in err:
@@ -518,7 +537,7 @@ def main():
         test_list_show()
         test_verify()
     finally:
-        shutil.rmtree(TMP, ignore_errors=True)
+        subprocess.run(["rm", "-rf", TMP])
     return summary()
 
 
