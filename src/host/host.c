@@ -172,6 +172,8 @@ static void record_links(struct host *h, enum host_dir d, const char *path)
  * openat2(RESOLVE_BENEATH) refuses absolute symlinks and "..": a tree's
  * "proc/stat -> /proc/stat" would otherwise mix the running machine into
  * a replay. Kernels before 5.6 lack openat2: plain openat there. */
+#define OPENAT2_RETRIES 1000 /* each a path walk: microseconds */
+
 static int root_openat_mode(const struct host *h, int dfd, const char *path, int flags, mode_t mode)
 {
     flags |= O_CLOEXEC;
@@ -181,9 +183,18 @@ static int root_openat_mode(const struct host *h, int dfd, const char *path, int
         struct open_how how = {.flags = (uint64_t)flags,
                                .mode = mode,
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-        long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-        if (fd >= 0)
-            return (int)fd;
+        /* EAGAIN: a rename or mount anywhere on the system while a ".."
+         * was resolved (a sysfs link's "../../devices/..."); the kernel
+         * cannot vouch for the walk and asks for a retry (openat2(2)). Not
+         * the file's error: taken as one, a busy machine made files of a
+         * tree read as missing at random. */
+        for (int tries = 0;; tries++) {
+            long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+            if (fd >= 0)
+                return (int)fd;
+            if (errno != EAGAIN || tries == OPENAT2_RETRIES)
+                break;
+        }
         if (errno != ENOSYS)
             return -errno;
     }

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -184,6 +185,31 @@ def dry_run_json(root, profile):
         return p, None
 
 
+class Renames:
+    """A thread renaming a file back and forth, for as long as it is open.
+    openat2(RESOLVE_BENEATH) fails with EAGAIN when any rename on the
+    system races with a ".." it resolves (a fixture's sysfs links): before
+    watt retried, the two dry runs below printed different plans on a busy
+    machine (devices unreadable, a note gone), as CI once saw."""
+
+    def __enter__(self):
+        self.stop = threading.Event()
+        self.path = os.path.join(TMP, "renamed")
+        open(self.path, "w").close()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+        return self
+
+    def run(self):
+        while not self.stop.is_set():
+            os.rename(self.path, self.path + ".b")
+            os.rename(self.path + ".b", self.path)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 def test_dry_runs():
     for name in ("intel-2s", "amd-epyc", "big-384"):
         root = copy_fixture(name, "shared", shared=True)
@@ -201,8 +227,9 @@ def test_dry_runs():
             check(counts == want, f"{name} {prof}: changes per knob {counts} == {want}")
             check(all(c["old"] != c["new"] and c["why"] and c["origin"] for c in doc["changes"]),
                   f"{name} {prof}: every change has old != new, a why and an origin")
-            t1 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
-            t2 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
+            with Renames():
+                t1 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
+                t2 = watt("tune", prof, "--dry-run", "--verbose", "--root", root)
             same = t1.returncode == 0 and t1.stdout == t2.stdout
             why = "" if same else (
                 f" (exit {t1.returncode}/{t2.returncode}; stderr {t1.stderr.strip()[:200]!r}/"
