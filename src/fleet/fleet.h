@@ -181,6 +181,26 @@ struct fleet_options {
 
 void fleet_options_default(struct fleet_options *o);
 
+/* The watt policy's tunables (docs/fleet.md), defaults in brackets. */
+struct fleet_watt_params {
+    double pack;       /* (0, 1]: pack hosts to this share of capacity (0.80) */
+    double over;       /* (0, 2]: relieve a host above this share (0.95) */
+    double low;        /* [0, 1]: drain candidates are below this share (0.50) */
+    double quantile;   /* (0, 1]: forecast quantile of the recent history (0.90) */
+    double window;     /* whole, [1, 1000]: history samples the forecast looks at (12) */
+    double per_vm_day; /* [0, 1000]: migrations per VM per day (4) */
+    double per_tick;   /* [0, 1]: drains per tick, share of VMs (0.25) */
+    double spare;      /* [0, 10]: powered spare capacity, share of load (0.10) */
+    double off_after;  /* [0, 10^6]: empty ticks before a host goes off (2) */
+};
+
+/* TEXT ("pack=0.8,over=0.95,...", blanks around keys and values allowed,
+ * a later key wins) over the defaults; NULL or "": the defaults. A key not
+ * listed above, a value that is not a number or out of range: -EINVAL,
+ * ERR says which, *RET untouched. */
+int fleet_watt_params_parse(const char *text, struct fleet_watt_params *ret,
+                            struct fleet_error *err);
+
 /* The time series: one point per decision interval. */
 struct fleet_point {
     double t_s;

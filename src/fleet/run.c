@@ -124,7 +124,7 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
     s->saved_off = xcalloc(s->n_hosts + 1, sizeof(*s->saved_off));
     s->saved_ram = xcalloc(s->n_hosts, sizeof(*s->saved_ram));
     if (p->alloc == FLEET_WATT)
-        return watt_policy_init(s);
+        return watt_policy_init(s, err);
     return 0;
 }
 

@@ -146,7 +146,7 @@ int32_t cloudsim_initial_host(struct sim *s, int32_t v);
 void cloudsim_optimize(struct sim *s);
 
 /* ---- watt_policy.c ---- */
-int watt_policy_init(struct sim *s);
+int watt_policy_init(struct sim *s, struct fleet_error *err);
 void watt_policy_free(struct sim *s);
 int32_t watt_initial_host(struct sim *s, int32_t v);
 void watt_optimize(struct sim *s);

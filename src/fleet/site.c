@@ -191,8 +191,13 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
     }
     if (streq(key, "vms"))
         return on_vms(c, val);
-    if (streq(key, "policy"))
+    if (streq(key, "policy")) {
+        struct fleet_watt_params wp;
+        struct fleet_error pe;
+        if (fleet_watt_params_parse(val, &wp, &pe) < 0)
+            return FAIL(c, "policy: %.300s", pe.msg);
         return set_str(&s->policy, val);
+    }
     if (streq(key, "state_dir"))
         return *val == '/' ? set_str(&s->state_dir, val)
                            : FAIL(c, "state_dir = '%.60s': want an absolute path", val);

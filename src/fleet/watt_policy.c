@@ -16,6 +16,8 @@
  * Tunables: fleet_options.watt_params, "pack=0.8,over=0.95,..." (docs/fleet.md). */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +25,10 @@
 #include "base/util.h"
 #include "fleet/sim.h"
 
-struct watt_params {
-    double pack;       /* pack hosts to this share of capacity (forecasts) */
-    double over;       /* relieve a host above this share (forecast or now) */
-    double low;        /* drain candidates: hosts below this share */
-    double quantile;   /* forecast quantile of the recent history */
-    double window;     /* history samples the forecast looks at */
-    double per_vm_day; /* migrations allowed per VM per day */
-    double per_tick;   /* drain migrations per tick, as a share of VMs (at least 2) */
-    double spare;      /* realistic: powered spare capacity, share of load */
-    double off_after;  /* realistic: ticks a host stays empty before it is switched off */
-};
-
 #define NBUCKETS 1024 /* load buckets over 0..100 % of a host */
 
 struct watt_state {
-    struct watt_params p;
+    struct fleet_watt_params p;
     double *fc;   /* per VM: forecast MIPS */
     double *load; /* per host: sum of forecasts of VMs on it (incl. incoming) */
     double *now;  /* per host: sum of current requests */
@@ -66,59 +56,100 @@ struct watt_state {
     double day_start_s;
 };
 
-static const struct watt_params defaults = {
-    .pack = 0.80,
-    .over = 0.95,
-    .low = 0.50,
-    .quantile = 0.90,
-    .window = 12,
-    .per_vm_day = 4,
-    .per_tick = 0.25,
-    .spare = 0.10,
-    .off_after = 2,
+static const struct {
+    const char *key;
+    size_t off;
+    double lo, hi;
+    bool lo_open, whole;
+} tunables[] = {
+    {"pack", offsetof(struct fleet_watt_params, pack), 0, 1, true, false},
+    {"over", offsetof(struct fleet_watt_params, over), 0, 2, true, false},
+    {"low", offsetof(struct fleet_watt_params, low), 0, 1, false, false},
+    {"quantile", offsetof(struct fleet_watt_params, quantile), 0, 1, true, false},
+    {"window", offsetof(struct fleet_watt_params, window), 1, 1000, false, true},
+    {"per_vm_day", offsetof(struct fleet_watt_params, per_vm_day), 0, 1000, false, false},
+    {"per_tick", offsetof(struct fleet_watt_params, per_tick), 0, 1, false, false},
+    {"spare", offsetof(struct fleet_watt_params, spare), 0, 10, false, false},
+    {"off_after", offsetof(struct fleet_watt_params, off_after), 0, 1e6, false, false},
 };
 
-static int parse_params(const char *text, struct watt_params *p)
+static char *trim(char *s)
 {
-    *p = defaults;
-    if (!text || !*text)
+    s += strspn(s, " \t");
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* One "KEY=VALUE" into P. */
+static int parse_tunable(char *tok, struct fleet_watt_params *p, struct fleet_error *err)
+{
+    char *eq = strchr(tok, '=');
+    if (!eq) {
+        fleet_error_set(err, "'%.40s': want KEY=VALUE", trim(tok));
+        return -EINVAL;
+    }
+    *eq = '\0';
+    const char *key = trim(tok), *val = trim(eq + 1);
+    for (size_t i = 0; i < ARRAY_SIZE(tunables); i++) {
+        if (!streq(key, tunables[i].key))
+            continue;
+        char *end;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (val[strspn(val, "0123456789.eE+-")] || end == val || *end || errno || !isfinite(v) ||
+            v < tunables[i].lo || v > tunables[i].hi ||
+            (tunables[i].lo_open && v <= tunables[i].lo) || (tunables[i].whole && v != floor(v))) {
+            fleet_error_set(err, "%s = '%.40s': want a%s number in %c%g, %g]", key, val,
+                            tunables[i].whole ? " whole" : "", tunables[i].lo_open ? '(' : '[',
+                            tunables[i].lo, tunables[i].hi);
+            return -EINVAL;
+        }
+        *(double *)((char *)p + tunables[i].off) = v;
         return 0;
-    _cleanup_free_ char *copy = xstrdup(text);
+    }
+    fleet_error_set(err,
+                    "unknown tunable '%.40s' (pack, over, low, quantile, window, per_vm_day, "
+                    "per_tick, spare, off_after)",
+                    key);
+    return -EINVAL;
+}
+
+int fleet_watt_params_parse(const char *text, struct fleet_watt_params *ret,
+                            struct fleet_error *err)
+{
+    struct fleet_watt_params p = {
+        .pack = 0.80,
+        .over = 0.95,
+        .low = 0.50,
+        .quantile = 0.90,
+        .window = 12,
+        .per_vm_day = 4,
+        .per_tick = 0.25,
+        .spare = 0.10,
+        .off_after = 2,
+    };
+    _cleanup_free_ char *copy = xstrdup(text ? text : "");
     char *save = NULL;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq)
-            return -EINVAL;
-        *eq = '\0';
-        double v = strtod(eq + 1, NULL);
-        if (streq(tok, "pack"))
-            p->pack = v;
-        else if (streq(tok, "over"))
-            p->over = v;
-        else if (streq(tok, "low"))
-            p->low = v;
-        else if (streq(tok, "quantile"))
-            p->quantile = v;
-        else if (streq(tok, "window"))
-            p->window = v;
-        else if (streq(tok, "per_vm_day"))
-            p->per_vm_day = v;
-        else if (streq(tok, "per_tick"))
-            p->per_tick = v;
-        else if (streq(tok, "spare"))
-            p->spare = v;
-        else if (streq(tok, "off_after"))
-            p->off_after = v;
-        else
-            return -EINVAL;
+        if (!*trim(tok))
+            continue;
+        int r = parse_tunable(tok, &p, err);
+        if (r < 0)
+            return r;
     }
+    *ret = p;
     return 0;
 }
 
-int watt_policy_init(struct sim *s)
+int watt_policy_init(struct sim *s, struct fleet_error *err)
 {
     struct watt_state *w = xcalloc(1, sizeof(*w));
-    if (parse_params(s->opt->watt_params, &w->p) < 0) {
+    struct fleet_error perr;
+    if (fleet_watt_params_parse(s->opt->watt_params, &w->p, &perr) < 0) {
+        fleet_error_set(err, "watt policy tunables '%.100s': %.300s", s->opt->watt_params,
+                        perr.msg);
         free(w);
         return -EINVAL;
     }
@@ -201,7 +232,7 @@ void watt_policy_free(struct sim *s)
 
 /* Forecast: the QUANTILE of the last WINDOW samples, at least the demand
  * now. Without history (a new VM), its request now. */
-static double forecast(const struct watt_params *p, const struct vm *v)
+static double forecast(const struct fleet_watt_params *p, const struct vm *v)
 {
     double top[VM_HISTORY];
     size_t n = v->hist_n < (size_t)p->window ? v->hist_n : (size_t)p->window;

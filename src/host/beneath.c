@@ -23,8 +23,9 @@
 
 #include "base/util.h"
 
-#define WALK_MAX_LINKS 40  /* as the kernel's MAXSYMLINKS */
-#define WALK_MAX_DEPTH 256 /* directories below DFD; sysfs paths are ~15 deep */
+#define WALK_MAX_LINKS  40   /* as the kernel's MAXSYMLINKS */
+#define WALK_MAX_DEPTH  256  /* directories below DFD; sysfs paths are ~15 deep */
+#define OPENAT2_RETRIES 1000 /* each a path walk: microseconds */
 
 bool beneath_have_openat2(void)
 {
@@ -212,6 +213,16 @@ int beneath_open(int dfd, const char *path, int flags, mode_t mode, enum beneath
         .resolve =
             (how == BENEATH_IN_ROOT ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS,
     };
-    long fd = syscall(SYS_openat2, dfd, path, &oh, sizeof(oh));
-    return fd < 0 ? -errno : (int)fd;
+    /* EAGAIN: a rename or mount anywhere on the system while a ".." was
+     * resolved (a sysfs link's "../../devices/..."); the kernel cannot
+     * vouch for the walk and asks for a retry (openat2(2)). Not the
+     * file's error: taken as one, a busy machine made files read as
+     * missing at random (the tune dry-run nondeterminism). */
+    for (int tries = 0;; tries++) {
+        long fd = syscall(SYS_openat2, dfd, path, &oh, sizeof(oh));
+        if (fd >= 0)
+            return (int)fd;
+        if (errno != EAGAIN || tries == OPENAT2_RETRIES)
+            return -errno;
+    }
 }

@@ -129,8 +129,8 @@ def finish(started, timeout):
     return Proc(p.returncode, out, err, ru, wall)
 
 
-def watt_top(tmp, interval, *extra, preexec=None, env=None):
-    s = start([WATT, "top", "--once", "--json", "--interval", str(interval), *extra], tmp,
+def watt_top(tmp, interval, *extra, preexec=None, env=None, watt=WATT):
+    s = start([watt, "top", "--once", "--json", "--interval", str(interval), *extra], tmp,
               "watt", preexec=preexec, env=env)
     return finish(s, interval + 60)
 
@@ -401,16 +401,30 @@ def as_nobody():
     os.setuid(NOBODY)
 
 
+def copy_for_nobody(path):
+    """PATH copied into a fresh directory under /tmp, which every user can
+    reach: the build tree may not be (a clone in a mode-0700 directory, as
+    mktemp -d makes, gave EACCES on exec). The caller removes it."""
+    d = tempfile.mkdtemp(prefix="watt-top-nobody-", dir="/tmp")
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, os.path.basename(path))
+    shutil.copy(path, dst)
+    os.chmod(dst, 0o755)
+    return d, dst
+
+
 def test_nobody(tmp):
     """(f): without the rights to trace, the /proc fallback says why."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent",
            "LANG": "C"}
+    bindir, watt = copy_for_nobody(WATT)
     w = Waker("--hz", "100", "--seconds", "60", "--name", "waker100")
     try:
         time.sleep(0.3)
-        r = watt_top(tmp, INTERVAL, preexec=as_nobody, env=env)
+        r = watt_top(tmp, INTERVAL, preexec=as_nobody, env=env, watt=watt)
     finally:
         own = w.stop()
+        shutil.rmtree(bindir, ignore_errors=True)
     doc = r.doc()
     check(r.rc == 0 and doc is not None,
           f"(f) uid {NOBODY}: exit 0, one JSON document (rc {r.rc}, {r.err.strip()[-300:]})")

@@ -3,7 +3,8 @@
  * fault_load() reads a file under a root fd, so the input is written to
  * watt-faults in a private temporary root (created once per process) and
  * loaded from there. Accepted faults are well formed (a known directory,
- * an errno or a one-line value, from >= 1, op=write only with an errno)
+ * exactly one of an errno, a one-line value or a root-relative file with
+ * no "..", from >= 1, op=write only with an errno)
  * and fault_match() or fault_match_write() finds each;
  * a refused file gives -EBADMSG and nothing to free. */
 #include <errno.h>
@@ -58,7 +59,12 @@ static void check_fault(struct host_fault *v, size_t n, size_t i)
     const struct host_fault *f = &v[i];
     FUZZ_CHECK(f->dir == HOST_SYS || f->dir == HOST_PROC || f->dir == HOST_DEV);
     FUZZ_CHECK(f->path != NULL && !strpbrk(f->path, " \t\n"));
-    FUZZ_CHECK((f->err > 0) != (f->value != NULL));
+    /* Exactly one action: ERRNO, =VALUE or @FILE. */
+    FUZZ_CHECK((f->err > 0) + (f->value != NULL) + (f->file != NULL) == 1);
+    if (f->file) {
+        FUZZ_CHECK(f->file[0] && f->file[0] != '/');
+        FUZZ_CHECK(!strstr(f->file, "..") && !strpbrk(f->file, " \t\n"));
+    }
     if (f->value) {
         size_t len = strlen(f->value);
         FUZZ_CHECK(len >= 1 && f->value[len - 1] == '\n');
@@ -94,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t lines = 1;
     for (size_t i = 0; i < size; i++)
         lines += data[i] == '\n';
-    FUZZ_CHECK(n <= lines + size / 4095); /* fgets splits lines over 4 KiB */
+    FUZZ_CHECK(n <= lines); /* getline: one fault per line at most */
     FUZZ_CHECK((n == 0) == (v == NULL));
     for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(v[i].seen == 0);

@@ -366,6 +366,75 @@ static void test_second_controller_refused(void **state)
     assert_non_null(strstr(err.msg, "another watt fleet run holds the lock"));
 }
 
+/* A NUL byte in a journal line used to crash the controller (strchr found
+ * no newline after it); the journal is now refused, naming the line. */
+static void test_journal_nul_byte_refused(void **state)
+{
+    struct world *w = *state;
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *path = xasprintf("%s/journal", w->dir);
+    static const char text[] = "1 1700000000.000 begin power_off host=h2\n"
+                               "2 1700000001.000 end 1 ok\0host=h2\n";
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, sizeof(text) - 1, f), sizeof(text) - 1);
+    fclose(f);
+    struct fleet_error err = {{0}};
+    struct ctl_options opt = {0};
+    assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err),
+                     -EINVAL);
+    assert_non_null(strstr(err.msg, "journal line 2: a NUL byte"));
+    unlink(path);
+    open_controller(w); /* for teardown */
+}
+
+/* A sequence number of LONG_MAX made the next one overflow (undefined;
+ * in practice a negative number the next start refused): such a line, and
+ * one out of range, is not a record. Found by fuzz_fleet_journal. */
+static void test_journal_seq_overflow_refused(void **state)
+{
+    struct world *w = *state;
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *path = xasprintf("%s/journal", w->dir);
+    static const char *const texts[] = {
+        "9223372036854775807 1700000000.000 begin power_off host=h2\n",
+        "99999999999999999999 1700000000.000 begin power_off host=h2\n",
+        "1 1700000000.000 begin power_off host=h2\n"
+        "2 1700000001.000 end 99999999999999999999 ok\n",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(texts[i], f);
+        fclose(f);
+        struct fleet_error err = {{0}};
+        struct ctl_options opt = {0};
+        assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err),
+                         -EINVAL);
+        assert_non_null(strstr(err.msg, "not a journal record"));
+    }
+    unlink(path);
+    open_controller(w); /* for teardown */
+}
+
+/* fleet.ini's policy = is checked when the file is read, not taken as
+ * strtod() reads it ("pack=O.8" was a pack of 0: no VM fits anywhere). */
+static void test_policy_tunables_checked(void **state)
+{
+    static const char *const bad[] = {"pack=O.8", "window=-1", "quantile=nan", "speed=3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        _cleanup_free_ char *ini = xasprintf("%s/tmp/x\npolicy = %s\n%s", INI_HEAD, bad[i],
+                                             strchr(INI_TAIL + 1, '\n') + 1);
+        struct site s;
+        struct fleet_error err = {{0}};
+        if (site_parse(ini, strlen(ini), "test.ini", &s, &err) != -EINVAL)
+            fail_msg("policy = %s accepted", bad[i]);
+        assert_non_null(strstr(err.msg, "test.ini line 5: policy: "));
+    }
+}
+
 static void test_journal_words(void **state)
 {
     static const char *const words[] = {"web1", "web 1", "100%=done", "tab\there", "é", ""};
@@ -379,6 +448,13 @@ static void test_journal_words(void **state)
     char out[8];
     assert_int_equal(ctl_journal_unword("%4", out, sizeof(out)), -EINVAL);
     assert_int_equal(ctl_journal_unword("%zz", out, sizeof(out)), -EINVAL);
+    /* exactly two hex digits: sscanf("%2x") took these */
+    assert_int_equal(ctl_journal_unword("% 1", out, sizeof(out)), -EINVAL);
+    assert_int_equal(ctl_journal_unword("%+1", out, sizeof(out)), -EINVAL);
+    assert_int_equal(ctl_journal_unword("%-1", out, sizeof(out)), -EINVAL);
+    assert_int_equal(ctl_journal_unword("%0x", out, sizeof(out)), -EINVAL);
+    assert_int_equal(ctl_journal_unword("%4a%4A", out, sizeof(out)), 0);
+    assert_string_equal(out, "JJ");
     assert_int_equal(ctl_journal_unword("123456789", out, sizeof(out)), -ENAMETOOLONG);
 }
 
@@ -386,6 +462,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_words),
+        cmocka_unit_test(test_policy_tunables_checked),
+        cmocka_unit_test_setup_teardown(test_journal_nul_byte_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_journal_seq_overflow_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_packs_then_spreads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_migration_keeps_vm_and_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mute_bmc_never_off, setup, teardown),

@@ -485,6 +485,52 @@ static void test_hosts_bad(void **state)
 
 /* ---- policies -------------------------------------------------------------- */
 
+/* ---- the watt policy's tunables -------------------------------------------- */
+
+static void test_watt_params(void **state)
+{
+    struct fleet_watt_params p;
+    struct fleet_error err = {{0}};
+    assert_int_equal(fleet_watt_params_parse(NULL, &p, &err), 0);
+    assert_true(p.pack == 0.80 && p.window == 12 && p.off_after == 2);
+    assert_int_equal(fleet_watt_params_parse(" pack = 0.85 ,, window=30,off_after=0,", &p, &err),
+                     0);
+    assert_true(p.pack == 0.85 && p.window == 30 && p.off_after == 0 && p.over == 0.95);
+    assert_int_equal(fleet_watt_params_parse("pack=1,over=2,low=0,quantile=1,window=1000,"
+                                             "per_vm_day=1000,per_tick=1,spare=10,off_after=1e6",
+                                             &p, &err),
+                     0);
+
+    /* each used to be taken as strtod() read it: "O.8" as 0, and values
+     * the policy then converts to an index (window, quantile) out of range */
+    static const struct {
+        const char *s, *needle;
+    } bad[] = {
+        {"pack=O.8", "pack = 'O.8': want a number in (0, 1]"},
+        {"pack=0", "pack = '0': want a number in (0, 1]"},
+        {"pack=", "pack = '': want"},
+        {"quantile=0", "quantile = '0'"},
+        {"quantile=nan", "quantile = 'nan'"},
+        {"window=-1", "window = '-1': want a whole number in [1, 1000]"},
+        {"window=2.5", "window = '2.5': want a whole number"},
+        {"window=1e300", "window = '1e300'"},
+        {"per_tick=1e300", "per_tick = '1e300': want a number in [0, 1]"},
+        {"spare=0x1", "spare = '0x1'"},
+        {"off_after=inf", "off_after = 'inf'"},
+        {"pack", "'pack': want KEY=VALUE"},
+        {"speed=3", "unknown tunable 'speed' (pack, over, low, quantile, window"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&p, 0x5a, sizeof(p));
+        struct fleet_watt_params untouched = p;
+        err.msg[0] = '\0';
+        if (fleet_watt_params_parse(bad[i].s, &p, &err) != -EINVAL)
+            fail_msg("'%s' accepted", bad[i].s);
+        assert_contains(err.msg, bad[i].needle);
+        assert_memory_equal(&p, &untouched, sizeof(p));
+    }
+}
+
 static void expect_policy(const char *s, enum fleet_alloc alloc, enum fleet_detector det,
                           enum fleet_selection sel, double param, const char *name)
 {
@@ -620,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_hosts_good),
         cmocka_unit_test(test_hosts_bad),
         cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_watt_params),
         cmocka_unit_test(test_synth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -141,8 +141,8 @@ void ctl_observe(struct controller *c);
 int32_t ctl_vm_index(struct controller *c, const char *name, bool add);
 
 /* control_plan.c */
-/* A watt policy tunable from fleet.ini's policy = "pack=0.8,...", or DEF. */
-double ctl_policy_param(const struct controller *c, const char *key, double def);
+/* The watt policy tunables of fleet.ini's policy = "pack=0.8,...". */
+void ctl_policy_params(const struct controller *c, struct fleet_watt_params *ret);
 int ctl_plan_make(struct controller *c, struct ctl_plan *ret);
 void ctl_plan_free(struct ctl_plan *p);
 void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

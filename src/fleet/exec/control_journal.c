@@ -12,6 +12,7 @@
  * blanks, '%', '=' and bytes outside ASCII as %XX (ctl_journal_word). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,10 @@ static int parse_line(char *line, struct rec *ret)
 {
     char *end;
     struct rec r = {0};
+    errno = 0;
     r.seq = strtol(line, &end, 10);
-    if (end == line || *end != ' ' || r.seq <= 0)
+    /* LONG_MAX (or out of range) would make the next sequence number overflow */
+    if (end == line || *end != ' ' || r.seq <= 0 || errno || r.seq == LONG_MAX)
         return -EINVAL;
     char *p = end + 1;
     r.t = strtod(p, &end);
@@ -62,8 +65,9 @@ static int parse_line(char *line, struct rec *ret)
         p += 6;
     } else if (strncmp(p, "end ", 4) == 0) {
         p += 4;
+        errno = 0;
         r.ref = strtol(p, &end, 10);
-        if (end == p || *end != ' ' || r.ref <= 0)
+        if (end == p || *end != ' ' || r.ref <= 0 || errno)
             return -EINVAL;
         p = end + 1;
     } else {
@@ -107,10 +111,16 @@ static int load(struct ctl_journal *j, struct fleet_error *err)
         return -errno;
     buf[keep] = '\0';
     int lineno = 0;
-    for (char *line = buf, *next; *line; line = next) {
-        next = strchr(line, '\n');
+    /* every line ends in '\n' (buf[keep - 1]); one may hold a NUL byte */
+    for (char *line = buf, *next; line < buf + keep; line = next) {
+        next = memchr(line, '\n', (size_t)(buf + keep - line));
         *next++ = '\0';
         lineno++;
+        if (strlen(line) != (size_t)(next - 1 - line)) {
+            fleet_error_set(err, "%s line %d: a NUL byte; move the file away to start afresh",
+                            j->path, lineno);
+            return -EINVAL;
+        }
         struct rec r;
         if (parse_line(line, &r) < 0) {
             fleet_error_set(err,
@@ -237,16 +247,27 @@ char *ctl_journal_word(const char *s)
     return out;
 }
 
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 int ctl_journal_unword(const char *s, char *out, size_t size)
 {
     size_t n = 0;
     for (const char *p = s; *p; p++) {
         int c = (unsigned char)*p;
-        if (c == '%') {
-            unsigned v;
-            if (sscanf(p + 1, "%2x", &v) != 1 || !p[1] || !p[2])
+        if (c == '%') { /* exactly two hex digits: not sscanf's blanks, signs or 0x */
+            int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+            if (lo < 0)
                 return -EINVAL;
-            c = (int)v;
+            c = hi * 16 + lo;
             p += 2;
         }
         if (n + 1 >= size)

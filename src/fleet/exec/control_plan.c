@@ -26,18 +26,13 @@ struct snapshot {
     char *params;
 };
 
-double ctl_policy_param(const struct controller *c, const char *key, double def)
+void ctl_policy_params(const struct controller *c, struct fleet_watt_params *ret)
 {
-    const char *p = c->site->policy;
-    size_t n = strlen(key);
-    while (p && *p) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        if (strncmp(p, key, n) == 0 && p[n] == '=')
-            return strtod(p + n + 1, NULL);
-        p = strchr(p, ',');
-    }
-    return def;
+    struct fleet_error err;
+    /* site_parse() refused a policy that does not parse: the defaults are
+     * for a site built by hand */
+    if (fleet_watt_params_parse(c->site->policy, ret, &err) < 0)
+        fleet_watt_params_parse(NULL, ret, &err);
 }
 
 void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...)
@@ -68,12 +63,11 @@ static struct ctl_action *add_action(struct ctl_plan *p)
 /* A VM's forecast demand, MIPS: the largest of its recent samples (at
  * least the policy's quantile of them), at least its demand now; with no
  * sample yet, its whole size. */
-static double vm_forecast(const struct controller *c, const struct ctl_vm *v)
+static double vm_forecast(const struct controller *c, const struct ctl_vm *v, size_t window)
 {
     double mips = c->site->limits.vm_mips * (v->vcpus ? v->vcpus : 1);
     if (v->hist_n == 0)
         return mips;
-    size_t window = (size_t)ctl_policy_param(c, "window", 12);
     double top = 0;
     for (size_t i = 0; i < v->hist_n && i < window; i++)
         top = fmax(top, v->hist[i]);
@@ -83,7 +77,9 @@ static double vm_forecast(const struct controller *c, const struct ctl_vm *v)
 void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, double *ret_need)
 {
     const struct site *site = c->site;
-    double pack = ctl_policy_param(c, "pack", 0.80), cap = 0, need = 0;
+    struct fleet_watt_params wp;
+    ctl_policy_params(c, &wp);
+    double pack = wp.pack, cap = 0, need = 0;
     for (size_t hi = 0; hi < site->n_hosts; hi++) {
         const struct ctl_host *h = &c->hosts[hi];
         if ((int32_t)hi == skip || (h->state != CTL_ON && h->state != CTL_BOOTING))
@@ -92,7 +88,7 @@ void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, dou
     }
     for (size_t i = 0; i < c->n_vm; i++)
         if (c->vm[i].host >= 0)
-            need += vm_forecast(c, &c->vm[i]);
+            need += vm_forecast(c, &c->vm[i], (size_t)wp.window);
     *ret_cap = cap;
     *ret_need = need * (1 + site->limits.spare);
 }
@@ -180,7 +176,7 @@ static void snapshot_free(struct snapshot *sn)
     free(sn->params);
 }
 
-static int snapshot_make(struct controller *c, struct snapshot *sn)
+static int snapshot_make(struct controller *c, struct snapshot *sn, struct fleet_error *err)
 {
     const struct site *site = c->site;
     *sn = (struct snapshot){0};
@@ -208,7 +204,7 @@ static int snapshot_make(struct controller *c, struct snapshot *sn)
     s->types = site->types.types;
     build_hosts(c, sn);
     build_vms(c, sn);
-    return watt_policy_init(s);
+    return watt_policy_init(s, err);
 }
 
 /* Read the policy's moves back as actions. */
@@ -252,7 +248,9 @@ static void limit(struct controller *c, struct ctl_plan *p)
 {
     const struct site *site = c->site;
     unsigned migrations = 0, on = 0;
-    double off_after = ctl_policy_param(c, "off_after", 2);
+    struct fleet_watt_params wp;
+    ctl_policy_params(c, &wp);
+    double off_after = wp.off_after;
     for (size_t hi = 0; hi < site->n_hosts; hi++)
         on += c->hosts[hi].state == CTL_ON || c->hosts[hi].state == CTL_BOOTING;
     size_t k = 0;
@@ -304,11 +302,10 @@ int ctl_plan_make(struct controller *c, struct ctl_plan *ret)
 {
     struct snapshot sn;
     struct ctl_plan p = {0};
-    int r = snapshot_make(c, &sn);
+    struct fleet_error err = {{0}};
+    int r = snapshot_make(c, &sn, &err);
     if (r < 0) {
-        snprintf(c->last_error, sizeof(c->last_error),
-                 "policy = '%s': not a valid list of watt policy tunables (docs/fleet.md)",
-                 c->site->policy ? c->site->policy : "");
+        snprintf(c->last_error, sizeof(c->last_error), "%.480s (docs/fleet.md)", err.msg);
         snapshot_free(&sn);
         return r;
     }

@@ -25,6 +25,7 @@
  * with -ECHILD). */
 #pragma once
 
+#include "fleet/exec/exec.h"
 #include "fleet/fleet.h"
 
 /* Placeholders allowed in each [exec] key, space-separated. */
@@ -40,3 +41,9 @@ const char *fx_exec_template_allowed(const char *key);
  * "unknown placeholder {foo} in 'ping {foo}' (known: {host} {uri} {bmc})".
  * The caller prefixes where ("fleet.ini line 40: power_on: ..."). */
 int fx_exec_template_check(const char *tmpl, const char *allowed, struct fleet_error *err);
+
+/* The list command's output TEXT (modified in place): one VM a line,
+ * "NAME STATE CPU_NS MEM_KIB VCPUS" (STATE running, paused, shutoff or
+ * other), blank lines and "#" comments skipped. On error -EINVAL, ERR
+ * says "WHO output line N: ..." and *RET is untouched. */
+int fx_exec_list_parse(char *text, const char *who, struct fx_list *ret, struct fleet_error *err);
