@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
 
 void json_init(struct json *j, bool pretty)
 {
@@ -78,11 +81,23 @@ void json_array_end(struct json *j)
     close_container(j, ']');
 }
 
+/* RFC 8259 strings, and more: C0, DEL and C1 controls as \u escapes, so
+ * that no escape sequence reaches a terminal that shows the document;
+ * U+2028/U+2029 too (JavaScript); each byte of invalid UTF-8 as U+FFFD,
+ * so the document stays valid UTF-8 whatever a name held. */
 static void put_escaped(struct strbuf *b, const char *s)
 {
     strbuf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    size_t n = strlen(s);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned c;
+        size_t used = text_utf8_decode(p, n - (size_t)(p - (const unsigned char *)s), &c);
+        if (!used) {
+            strbuf_append(b, "\\ufffd");
+            p++;
+            continue;
+        }
+        switch (c) {
         case '"':
             strbuf_append(b, "\\\"");
             break;
@@ -99,11 +114,12 @@ static void put_escaped(struct strbuf *b, const char *s)
             strbuf_append(b, "\\r");
             break;
         default:
-            if (*p < 0x20 || *p == 0x7f)
-                strbuf_appendf(b, "\\u%04x", *p);
+            if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029)
+                strbuf_appendf(b, "\\u%04x", c);
             else
-                strbuf_putc(b, (char)*p);
+                strbuf_append_n(b, (const char *)p, used);
         }
+        p += used;
     }
     strbuf_putc(b, '"');
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "base/util.h"
 
 void table_init(struct table *t, ...)
@@ -29,8 +30,8 @@ void table_add(struct table *t, ...)
     va_list ap;
     va_start(ap, t);
     for (size_t c = 0; c < t->ncols; c++) {
-        const char *s = va_arg(ap, const char *);
-        t->cells[t->nrows * t->ncols + c] = xstrdup(s ? s : "-");
+        /* a cell can hold a name from outside: printable, whatever it is */
+        t->cells[t->nrows * t->ncols + c] = text_dup(va_arg(ap, const char *));
     }
     va_end(ap);
     t->nrows++;
@@ -38,7 +39,9 @@ void table_add(struct table *t, ...)
 
 static void put_cell(struct strbuf *line, const char *s, size_t w, bool right, bool last)
 {
-    size_t len = strlen(s);
+    size_t len = text_width(s);
+    if (len > w)
+        len = w;
     if (right)
         strbuf_pad(line, ' ', w - len);
     strbuf_append(line, s);
@@ -50,9 +53,9 @@ void table_render(const struct table *t, struct strbuf *out, size_t max_width)
 {
     size_t w[TABLE_MAX_COLS];
     for (size_t c = 0; c < t->ncols; c++) {
-        w[c] = strlen(t->head[c]);
+        w[c] = text_width(t->head[c]);
         for (size_t r = 0; r < t->nrows; r++) {
-            size_t l = strlen(t->cells[r * t->ncols + c]);
+            size_t l = text_width(t->cells[r * t->ncols + c]);
             if (l > w[c])
                 w[c] = l;
         }
@@ -66,10 +69,11 @@ void table_render(const struct table *t, struct strbuf *out, size_t max_width)
                 strbuf_append(&line, "  ");
             put_cell(&line, s, w[c], t->right[c], c + 1 == t->ncols);
         }
-        if (line.len > max_width) {
-            line.len = max_width;
-            line.s[max_width - 1] = '>'; /* mark the cut */
-            line.s[max_width] = '\0';
+        if (max_width && text_width(strbuf_str(&line)) > max_width) {
+            /* cut at a character, in columns, and mark the cut */
+            line.len = text_fit(strbuf_str(&line), max_width - 1);
+            line.s[line.len] = '\0';
+            strbuf_putc(&line, '>');
         }
         strbuf_append(out, strbuf_str(&line));
         strbuf_putc(out, '\n');

@@ -1,5 +1,5 @@
 /* Plain-text tables for reports: columns sized to their widest cell, left
- * or right aligned, the whole line clipped to a maximum width. */
+ * or right aligned, the whole line clipped to a maximum width (columns). */
 #pragma once
 
 #include <stdbool.h>
@@ -19,7 +19,9 @@ struct table {
 
 /* Columns as "name" (left) or ">name" (right-aligned), NULL-terminated. */
 void table_init(struct table *t, ...);
-/* One row: ncols printf-formatted cells given as already-built strings. */
+/* One row: ncols cells given as already-built strings (NULL: "-"). A cell
+ * can be a name from outside: it is stored printable (base/text.h), and
+ * columns are sized in display columns, so such a row still aligns. */
 void table_add(struct table *t, ...);
 void table_render(const struct table *t, struct strbuf *out, size_t max_width);
 void table_free(struct table *t);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "host/host.h"
@@ -38,9 +39,9 @@ int cli_load_model(const char *verb, const char *name, bool vm, double pue, stru
     } else if (name) {
         _cleanup_free_ char *err = NULL;
         if (model_load(name, m, &err) < 0) {
-            fprintf(stderr, "watt %s: %s%s\n", verb, err,
-                    strchr(name, '/') ? ""
-                                      : " (built-in models: specpower-2023, vm-vcpu, seed-2011)");
+            text_printf(
+                stderr, "watt %s: %s%s\n", verb, err,
+                strchr(name, '/') ? "" : " (built-in models: specpower-2023, vm-vcpu, seed-2011)");
             return -EINVAL;
         }
     }

@@ -17,6 +17,7 @@
 
 #include "base/json.h"
 #include "base/strbuf.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/fleet_out.h"
 #include "cli/verbs.h"
@@ -121,7 +122,7 @@ static int parse_number(const char *opt, const char *arg, double min, double *re
     errno = 0;
     double v = strtod(arg, &end);
     if (errno || end == arg || *end || !(v >= min) || v > 1e12) {
-        fprintf(stderr, "watt fleet: %s '%s' is not a number >= %g\n", opt, arg, min);
+        text_printf(stderr, "watt fleet: %s '%s' is not a number >= %g\n", opt, arg, min);
         return -EINVAL;
     }
     *ret = v;
@@ -172,7 +173,8 @@ static int parse_args(int argc, char **argv, struct fleet_cli *c)
             break;
         case 'c':
             if (!streq(optarg, "cloudsim")) {
-                fprintf(stderr, "watt fleet: --compat knows only 'cloudsim', not '%s'\n", optarg);
+                text_printf(stderr, "watt fleet: --compat knows only 'cloudsim', not '%s'\n",
+                            optarg);
                 return -EINVAL;
             }
             c->opt.compat = true;
@@ -234,7 +236,7 @@ static int parse_args(int argc, char **argv, struct fleet_cli *c)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "watt fleet: unexpected argument '%s'\n", argv[optind]);
+        text_printf(stderr, "watt fleet: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
     }
     return 0;
@@ -312,14 +314,14 @@ static int load_hosts(const char *spec, struct fleet_hosts *ret)
         spec = "cloudsim";
     bool looks_like_path = strchr(spec, '/') || strstr(spec, ".ini");
     if (looks_like_path && stat(spec, &st) < 0) {
-        fprintf(stderr, "watt fleet: cannot read host spec %s: %s\n", spec, strerror(errno));
+        text_printf(stderr, "watt fleet: cannot read host spec %s: %s\n", spec, strerror(errno));
         return -EINVAL;
     }
     if (stat(spec, &st) == 0 && S_ISREG(st.st_mode)) {
         _cleanup_fclose_ FILE *f = fopen(spec, "re");
         if (!f || st.st_size > 16 << 20) {
-            fprintf(stderr, "watt fleet: cannot read host spec %s: %s\n", spec,
-                    f ? "bigger than 16 MiB" : strerror(errno));
+            text_printf(stderr, "watt fleet: cannot read host spec %s: %s\n", spec,
+                        f ? "bigger than 16 MiB" : strerror(errno));
             return -EINVAL;
         }
         text = xmalloc((size_t)st.st_size + 1);
@@ -332,7 +334,7 @@ static int load_hosts(const char *spec, struct fleet_hosts *ret)
     }
     int r = fleet_hosts_parse(text, len, origin, ret, &err);
     if (r < 0)
-        fprintf(stderr, "watt fleet: %s\n", err.msg);
+        text_printf(stderr, "watt fleet: %s\n", err.msg);
     return r;
 }
 
@@ -357,8 +359,8 @@ static void *worker(void *arg)
         size_t done = atomic_fetch_add(&p->done, 1) + 1;
         if (!p->quiet) {
             pthread_mutex_lock(&p->lock);
-            fprintf(stderr, "[%zu/%zu] %s %s: %s (%.2f s CPU)\n", done, p->n, j->label, j->pol.name,
-                    j->rc < 0 ? "failed" : "done", j->cpu_s);
+            text_printf(stderr, "[%zu/%zu] %s %s: %s (%.2f s CPU)\n", done, p->n, j->label,
+                        j->pol.name, j->rc < 0 ? "failed" : "done", j->cpu_s);
             pthread_mutex_unlock(&p->lock);
         }
     }
@@ -385,8 +387,8 @@ static int run_pool(struct job *jobs, size_t n, const struct fleet_cli *c)
     int rc = 0;
     for (size_t i = 0; i < n; i++)
         if (jobs[i].rc < 0) {
-            fprintf(stderr, "watt fleet: %s %s: %s\n", jobs[i].label, jobs[i].pol.name,
-                    jobs[i].err.msg);
+            text_printf(stderr, "watt fleet: %s %s: %s\n", jobs[i].label, jobs[i].pol.name,
+                        jobs[i].err.msg);
             rc = jobs[i].rc;
         }
     return rc;
@@ -415,14 +417,14 @@ static int write_outputs(const struct fleet_cli *c, struct job *jobs, size_t n,
     if (c->csv) {
         _cleanup_fclose_ FILE *f = fopen(c->csv, "we");
         if (!f || fleet_out_series_csv(f, runs, n, labels) < 0) {
-            fprintf(stderr, "watt fleet: cannot write %s: %s\n", c->csv, strerror(errno));
+            text_printf(stderr, "watt fleet: cannot write %s: %s\n", c->csv, strerror(errno));
             return -EIO;
         }
     }
     if (c->plot) {
         _cleanup_fclose_ FILE *f = fopen(c->plot, "we");
         if (!f || fleet_out_svg(f, runs, n, labels, "watt fleet sim") < 0) {
-            fprintf(stderr, "watt fleet: cannot write %s: %s\n", c->plot, strerror(errno));
+            text_printf(stderr, "watt fleet: cannot write %s: %s\n", c->plot, strerror(errno));
             return -EIO;
         }
     }
@@ -443,7 +445,7 @@ static int write_outputs(const struct fleet_cli *c, struct job *jobs, size_t n,
         fleet_out_table(&out, runs, n, labels);
     }
     if (out.len)
-        fputs(strbuf_str(&out), stdout);
+        text_fputs(strbuf_str(&out), stdout);
     strbuf_free(&out);
     return 0;
 }
@@ -479,7 +481,7 @@ static int load_traces(struct fleet_cli *c, struct fleet_trace **ret, size_t *re
                                   .mean_pct = 12};
         *ret = xcalloc(1, sizeof(**ret));
         if (fleet_trace_synth(&syn, *ret, &err) < 0) {
-            fprintf(stderr, "watt fleet: %s\n", err.msg);
+            text_printf(stderr, "watt fleet: %s\n", err.msg);
             free(*ret);
             return -EINVAL;
         }
@@ -492,8 +494,8 @@ static int load_traces(struct fleet_cli *c, struct fleet_trace **ret, size_t *re
     if (!c->n_paths) {
         char *def = default_trace();
         if (!def) {
-            fprintf(stderr, "watt fleet: the default trace %s is not installed; give --trace\n",
-                    DEFAULT_DAY);
+            text_printf(stderr, "watt fleet: the default trace %s is not installed; give --trace\n",
+                        DEFAULT_DAY);
             return -ENOENT;
         }
         push(&c->paths, &c->n_paths, &c->cap_paths, def);
@@ -504,7 +506,7 @@ static int load_traces(struct fleet_cli *c, struct fleet_trace **ret, size_t *re
     struct fleet_trace *tr = xcalloc(n, sizeof(*tr));
     for (size_t i = 0; i < n; i++) {
         if (fleet_trace_load(paths[i], &tr[i], &err) < 0) {
-            fprintf(stderr, "watt fleet: %s\n", err.msg);
+            text_printf(stderr, "watt fleet: %s\n", err.msg);
             for (size_t k = 0; k < i; k++)
                 fleet_trace_free(&tr[k]);
             for (size_t k = 0; k < n; k++)
@@ -537,8 +539,9 @@ int verb_fleet(int argc, char **argv)
         streq(argv[1], "host"))
         return verb_fleet_run(argc - 1, argv + 1);
     if (!streq(argv[1], "sim") && !streq(argv[1], "compare")) {
-        fprintf(stderr, "watt fleet: unknown command '%s' (sim, compare, run, plan, check, host)\n",
-                argv[1]);
+        text_printf(stderr,
+                    "watt fleet: unknown command '%s' (sim, compare, run, plan, check, host)\n",
+                    argv[1]);
         return 2;
     }
     c.compare = streq(argv[1], "compare");
@@ -560,7 +563,7 @@ int verb_fleet(int argc, char **argv)
     for (size_t i = 0; i < c.n_policies; i++) {
         struct fleet_error err = {{0}};
         if (fleet_policy_parse(c.policies[i], &pols[i], &err) < 0) {
-            fprintf(stderr, "watt fleet: %s\n", err.msg);
+            text_printf(stderr, "watt fleet: %s\n", err.msg);
             cli_free(&c);
             return 2;
         }
@@ -598,8 +601,9 @@ int verb_fleet(int argc, char **argv)
         job_origins[i] = origins[i / c.n_policies];
     for (size_t i = 0; i < n_jobs && r == 0; i++)
         if (jobs[i].res.vms_failed)
-            fprintf(stderr, "watt fleet: %s %s: %zu VMs fit no host when created and never ran\n",
-                    jobs[i].label, jobs[i].pol.name, jobs[i].res.vms_failed);
+            text_printf(stderr,
+                        "watt fleet: %s %s: %zu VMs fit no host when created and never ran\n",
+                        jobs[i].label, jobs[i].pol.name, jobs[i].res.vms_failed);
     if (r == 0)
         r = write_outputs(&c, jobs, n_jobs, job_origins);
     for (size_t i = 0; i < n_jobs; i++)

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "fleet/exec/control.h"
+#include "fleet/exec/site_load.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -89,7 +91,8 @@ static int parse(int argc, char **argv, struct run_cli *o)
             errno = 0;
             unsigned long v = strtoul(optarg, &end, 10);
             if (errno || *end || end == optarg || v == 0 || v > 100000000) {
-                fprintf(stderr, "watt fleet: --ticks '%s': want a count 1..100000000\n", optarg);
+                text_printf(stderr, "watt fleet: --ticks '%s': want a count 1..100000000\n",
+                            optarg);
                 return -1;
             }
             o->ticks = v;
@@ -102,7 +105,7 @@ static int parse(int argc, char **argv, struct run_cli *o)
             char *end;
             double v = strtod(optarg, &end);
             if (end == optarg || *end || !(v >= 0 && v <= 3600)) {
-                fprintf(stderr, "watt fleet: --sample '%s': want seconds 0..3600\n", optarg);
+                text_printf(stderr, "watt fleet: --sample '%s': want seconds 0..3600\n", optarg);
                 return -1;
             }
             o->sample_s = v;
@@ -115,12 +118,12 @@ static int parse(int argc, char **argv, struct run_cli *o)
             usage(stdout);
             return 1;
         default:
-            fprintf(stderr, "watt fleet: see watt fleet run --help\n");
+            text_printf(stderr, "watt fleet: see watt fleet run --help\n");
             return -1;
         }
     }
     if (!o->config) {
-        fprintf(stderr, "watt fleet %s: --config FLEET.INI is required\n", argv[0]);
+        text_printf(stderr, "watt fleet %s: --config FLEET.INI is required\n", argv[0]);
         return -1;
     }
     return 0;
@@ -128,41 +131,10 @@ static int parse(int argc, char **argv, struct run_cli *o)
 
 static int load_site(const char *path, struct site *ret)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "watt fleet: cannot open %s: %s\n", path, strerror(errno));
-        return -errno;
-    }
-    char *text = NULL;
-    size_t cap = 0, len = 0;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-        if (len + n > (4u << 20)) {
-            fprintf(stderr, "watt fleet: %s: larger than 4 MiB; not a fleet.ini\n", path);
-            fclose(f);
-            free(text);
-            return -EFBIG;
-        }
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            text = xrealloc(text, cap);
-        }
-        memcpy(text + len, buf, n);
-        len += n;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "watt fleet: cannot read %s\n", path);
-        free(text);
-        return -EIO;
-    }
     struct fleet_error err = {{0}};
-    int r = site_parse(text ? text : "", len, path, ret, &err);
-    free(text);
+    int r = site_load(path, ret, &err);
     if (r < 0)
-        fprintf(stderr, "watt fleet: %s\n", err.msg);
+        text_printf(stderr, "watt fleet: %s\n", err.msg);
     return r;
 }
 
@@ -176,13 +148,13 @@ static void write_metrics(const struct controller *c, const char *path)
     _cleanup_free_ char *tmp = xasprintf("%s.tmp", path);
     FILE *f = fopen(tmp, "we");
     if (!f) {
-        fprintf(stderr, "watt fleet: cannot write %s: %s\n", tmp, strerror(errno));
+        text_printf(stderr, "watt fleet: cannot write %s: %s\n", tmp, strerror(errno));
         return;
     }
     controller_metrics(c, f);
     bool bad = fflush(f) != 0 || ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
-        fprintf(stderr, "watt fleet: cannot write %s: %s\n", path, strerror(errno));
+        text_printf(stderr, "watt fleet: cannot write %s: %s\n", path, strerror(errno));
         unlink(tmp);
     }
 }
@@ -209,7 +181,7 @@ static int run(struct run_cli *o, bool plan_only)
     struct fleet_error err = {{0}};
     int r = controller_open(&site, &copt, &c, &err);
     if (r < 0) {
-        fprintf(stderr, "watt fleet: %s\n", err.msg);
+        text_printf(stderr, "watt fleet: %s\n", err.msg);
         site_free(&site);
         return 1;
     }
@@ -226,7 +198,7 @@ static int run(struct run_cli *o, bool plan_only)
     for (unsigned long t = 0; !stop_signal && (ticks == 0 || t < ticks); t++) {
         r = controller_tick(c, mono_s(), stdout, o->json);
         if (r < 0) {
-            fprintf(stderr, "watt fleet: tick %lu: %s\n", t + 1, c->last_error);
+            text_printf(stderr, "watt fleet: tick %lu: %s\n", t + 1, c->last_error);
             rc = 1;
             break;
         }
@@ -249,10 +221,11 @@ static const char *domain_state(const struct fx_domain *d)
 static void print_list(const char *host, const struct fx_list *l, bool json)
 {
     if (!json) {
-        for (size_t i = 0; i < l->n; i++)
-            printf("%-24s %-8s cpu %10.3f s  %6.0f MiB  %u vCPU\n", l->v[i].name,
-                   domain_state(&l->v[i]), (double)l->v[i].cpu_ns / 1e9,
-                   (double)l->v[i].mem_kib / 1024, l->v[i].vcpus);
+        for (size_t i = 0; i < l->n; i++) { /* a name from the hypervisor: printable */
+            _cleanup_free_ char *name = text_pad(l->v[i].name, 24);
+            printf("%s %-8s cpu %10.3f s  %6.0f MiB  %u vCPU\n", name, domain_state(&l->v[i]),
+                   (double)l->v[i].cpu_ns / 1e9, (double)l->v[i].mem_kib / 1024, l->v[i].vcpus);
+        }
         return;
     }
     struct json j;
@@ -284,13 +257,13 @@ static void print_list(const char *host, const struct fx_list *l, bool json)
 static int host_cmd(struct run_cli *o, int argc, char **argv)
 {
     if (argc - optind != 2) {
-        fprintf(stderr, "watt fleet host: want HOST status|on|off|list\n");
+        text_printf(stderr, "watt fleet host: want HOST status|on|off|list\n");
         return 2;
     }
     const char *name = argv[optind], *what = argv[optind + 1];
     if (!streq(what, "status") && !streq(what, "on") && !streq(what, "off") &&
         !streq(what, "list")) {
-        fprintf(stderr, "watt fleet host: '%s': want status, on, off or list\n", what);
+        text_printf(stderr, "watt fleet host: '%s': want status, on, off or list\n", what);
         return 2;
     }
     struct site site = {0};
@@ -302,9 +275,9 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
     struct fleet_error err = {{0}};
     int r = hi < 0 ? -ENOENT : fx_open(&site, &vms, &pw, &err);
     if (hi < 0)
-        fprintf(stderr, "watt fleet host: no [host %s] in %s\n", name, o->config);
+        text_printf(stderr, "watt fleet host: no [host %s] in %s\n", name, o->config);
     else if (r < 0)
-        fprintf(stderr, "watt fleet host: %s\n", err.msg);
+        text_printf(stderr, "watt fleet host: %s\n", err.msg);
     if (r < 0) {
         site_free(&site);
         return hi < 0 ? 2 : 1;
@@ -327,10 +300,10 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
             printf("%s\n", strbuf_str(&j.out));
             json_free(&j);
         } else if (r == 0) {
-            printf("%s: power %s\n", name, fx_power_name(p));
+            text_printf(stdout, "%s: power %s\n", name, fx_power_name(p));
         }
         if (r == 0 && !o->json && !isnan(w))
-            printf("%s: %.0f W (DCMI)\n", name, w);
+            text_printf(stdout, "%s: %.0f W (DCMI)\n", name, w);
     } else if (streq(what, "list")) {
         struct fx_list l = {0};
         r = vms->list(vms, (size_t)hi, &l, &err);
@@ -340,14 +313,30 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
     } else {
         r = pw->set(pw, (size_t)hi, streq(what, "on"), &err);
         if (r == 0)
-            printf("%s: power %s accepted by the BMC\n", name, what);
+            text_printf(stdout, "%s: power %s accepted by the BMC\n", name, what);
     }
     if (r < 0)
-        fprintf(stderr, "watt fleet host: %s\n", err.msg);
+        text_printf(stderr, "watt fleet host: %s\n", err.msg);
     vms->close(vms);
     pw->close(pw);
     site_free(&site);
     return r < 0 ? 1 : 0;
+}
+
+/* check: where the BMC passwords come from (site_load() has checked that
+ * group and others cannot read them). */
+static void print_passwords(const struct site *s, const char *config)
+{
+    size_t in_ini = 0;
+    for (size_t i = 0; i < s->n_hosts; i++)
+        in_ini += s->hosts[i].bmc_password && !s->hosts[i].bmc_password_file;
+    if (in_ini)
+        text_printf(stdout, "BMC passwords: %zu in %s (not readable by group or others)\n", in_ini,
+                    config);
+    for (size_t i = 0; i < s->n_hosts; i++)
+        if (s->hosts[i].bmc_password_file)
+            text_printf(stdout, "BMC password of %s: from %s (not readable by group or others)\n",
+                        s->hosts[i].name, s->hosts[i].bmc_password_file);
 }
 
 int verb_fleet_run(int argc, char **argv)
@@ -360,12 +349,13 @@ int verb_fleet_run(int argc, char **argv)
         struct site site = {0};
         if (load_site(o.config, &site) < 0)
             return 2;
-        printf("%s: %zu hosts (%zu types), %zu VMs listed, vm engine %s, power %s\n", o.config,
-               site.n_hosts, site.types.n_types, site.n_vms,
-               site.vm_engine == SITE_VMS_EXEC ? "exec" : "libvirt",
-               site.power_engine == SITE_POWER_IPMI   ? "ipmi"
-               : site.power_engine == SITE_POWER_EXEC ? "exec"
-                                                      : "none");
+        text_printf(stdout, "%s: %zu hosts (%zu types), %zu VMs listed, vm engine %s, power %s\n",
+                    o.config, site.n_hosts, site.types.n_types, site.n_vms,
+                    site.vm_engine == SITE_VMS_EXEC ? "exec" : "libvirt",
+                    site.power_engine == SITE_POWER_IPMI   ? "ipmi"
+                    : site.power_engine == SITE_POWER_EXEC ? "exec"
+                                                           : "none");
+        print_passwords(&site, o.config);
         site_free(&site);
         return 0;
     }

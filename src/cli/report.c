@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/parse.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/report_power.h"
 #include "cli/top_collect.h"
@@ -305,7 +306,7 @@ static int load_devpolicy(const struct report_opts *o, struct devpolicy **ret)
         dir = PROFILE_CONFDIR_DEFAULT;
     _cleanup_free_ char *err = NULL;
     if (devpolicy_load(dir, ret, &err) < 0) {
-        fprintf(stderr, "watt report: %s\n", err);
+        text_printf(stderr, "watt report: %s\n", err);
         return -EINVAL;
     }
     return 0;
@@ -398,7 +399,7 @@ int verb_report(int argc, char **argv)
     } else {
         struct strbuf out = {0};
         report_render_text(&c, &out);
-        fputs(strbuf_str(&out), stdout);
+        text_fputs(strbuf_str(&out), stdout); /* names from outside: printable */
         strbuf_free(&out);
     }
     power_summary_free(&ps);

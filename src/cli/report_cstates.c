@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/table.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/report.h"
 #include "sense/cpuidle.h"
@@ -215,7 +216,8 @@ static void states_text(const struct cpuidle_sample *ci, struct strbuf *out)
         unsigned ndis = 0;
         for (unsigned i = 0; i < ci->ncpus; i++)
             ndis += k < ci->cpus[i].nstates && ci->cpus[i].state[k].disable == 1;
-        strbuf_appendf(out, "  state%u %-14s", k, st->name ? st->name : "?");
+        _cleanup_free_ char *name = text_pad(st->name ? st->name : "?", 14);
+        strbuf_appendf(out, "  state%u %s", k, name);
         char lat[24], res[24];
         snprintf(lat, sizeof(lat), "?");
         snprintf(res, sizeof(res), "?");

@@ -196,7 +196,7 @@ static int load_policy(const struct top_opts *o, struct devpolicy **ret)
         dir = PROFILE_CONFDIR_DEFAULT;
     _cleanup_free_ char *err = NULL;
     if (devpolicy_load(dir, ret, &err) < 0) {
-        fprintf(stderr, "watt top: %s\n", err);
+        text_printf(stderr, "watt top: %s\n", err);
         return -EINVAL;
     }
     return 0;

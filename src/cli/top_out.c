@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/strbuf.h"
 #include "base/table.h"
+#include "base/text.h"
 #include "base/util.h"
 
 void top_frame_free(struct top_frame *f)
@@ -172,7 +173,7 @@ static void json_kv_text(struct json *j, const char *key, const char *s, size_t 
         json_kv_null(j, key);
         return;
     }
-    char *buf = top_utf8_valid(s, max ? strnlen(s, max) : strlen(s));
+    char *buf = text_utf8_valid(s, max ? strnlen(s, max) : strlen(s));
     json_kv_string(j, key, buf);
     free(buf);
 }
@@ -374,7 +375,7 @@ void top_print_json(const struct top_frame *f, FILE *out, size_t limit)
     json_array_begin(&j);
     for (size_t i = 0; i < f->nnotes; i++) {
         char *n =
-            top_utf8_valid(f->notes[i] ? f->notes[i] : "", f->notes[i] ? strlen(f->notes[i]) : 0);
+            text_utf8_valid(f->notes[i] ? f->notes[i] : "", f->notes[i] ? strlen(f->notes[i]) : 0);
         json_string(&j, n);
         free(n);
     }
@@ -440,10 +441,10 @@ static void text_section(struct strbuf *b, const struct top_frame *f, enum top_v
 static void text_title(struct strbuf *b, const struct top_frame *f)
 {
     char host[256], kern[256], when[64] = "";
-    top_printable(host, sizeof(host), f->hostname ? f->hostname : "?",
-                  f->hostname ? strlen(f->hostname) : 1, 64, true);
-    top_printable(kern, sizeof(kern), f->kernel ? f->kernel : "?",
-                  f->kernel ? strlen(f->kernel) : 1, 64, true);
+    text_printable(host, sizeof(host), f->hostname ? f->hostname : "?",
+                   f->hostname ? strlen(f->hostname) : 1, 64, true);
+    text_printable(kern, sizeof(kern), f->kernel ? f->kernel : "?",
+                   f->kernel ? strlen(f->kernel) : 1, 64, true);
     time_t t = (time_t)(f->real_ns / 1000000000u);
     struct tm tm;
     if (f->real_ns && gmtime_r(&t, &tm))
@@ -461,8 +462,8 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
         strbuf_appendf(&b, "%s\n", lines[i]);
     if (f->power_note[0]) {
         char note[TOP_LINE];
-        top_printable(note, sizeof(note), f->power_note,
-                      strnlen(f->power_note, sizeof(f->power_note)), 200, true);
+        text_printable(note, sizeof(note), f->power_note,
+                       strnlen(f->power_note, sizeof(f->power_note)), 200, true);
         strbuf_appendf(&b, "%-10s%s\n", "", note);
     }
     text_section(&b, f, TOP_VIEW_PROCS, limit, "processes");
@@ -479,10 +480,10 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
         for (size_t i = 0; i < f->nnotes; i++) {
             char note[TOP_CELL * 2];
             const char *n = f->notes[i] ? f->notes[i] : "";
-            top_printable(note, sizeof(note), n, strlen(n), 400, true);
+            text_printable(note, sizeof(note), n, strlen(n), 400, true);
             strbuf_appendf(&b, "  - %s\n", note);
         }
     }
-    fputs(strbuf_str(&b), out);
+    text_fputs(strbuf_str(&b), out);
     strbuf_free(&b);
 }

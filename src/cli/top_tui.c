@@ -97,7 +97,7 @@ static void put_clipped(const struct tui *t, int y, int x, int w, const char *te
     if (x + w > COLS)
         w = COLS - x;
     char buf[TOP_LINE];
-    top_printable(buf, sizeof(buf), text, strlen(text), (size_t)w, t->utf8);
+    text_printable(buf, sizeof(buf), text, strlen(text), (size_t)w, t->utf8);
     mvaddstr(y, x, buf);
 }
 
@@ -140,7 +140,7 @@ static void put_cell(const struct tui *t, int y, const struct layout *L, size_t 
     int w = L->w[c], x = L->x[c];
     if (x >= COLS)
         return;
-    int len = (int)top_text_width(s);
+    int len = (int)text_width(s);
     if (L->col[c].right && len < w)
         x += w - len;
     put_clipped(t, y, x, L->w[c] - (x - L->x[c]), s);
@@ -322,7 +322,7 @@ static void draw_footer(const struct tui *t, uint64_t now)
         snprintf(msg, sizeof(msg), "%s ", t->status);
     else if (t->f && t->f->nnotes)
         snprintf(msg, sizeof(msg), "%zu note%s: h ", t->f->nnotes, t->f->nnotes > 1 ? "s" : "");
-    int w = (int)top_text_width(msg);
+    int w = (int)text_width(msg);
     if (w && x + 1 < COLS) {
         int room = COLS - x - 1, at = w < room ? COLS - w - 1 : x + 1;
         style_on(t, P_WARN, A_BOLD);

@@ -12,179 +12,6 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 
-/* ---- printable text ------------------------------------------------------ */
-
-/* One UTF-8 sequence at S (N bytes): its length and *CP, or 0 when it is
- * not valid UTF-8 (overlong forms, surrogates and > U+10FFFF included). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t len = s[0] < 0x80       ? 1
-                 : s[0] >> 5 == 6  ? 2
-                 : s[0] >> 4 == 14 ? 3
-                 : s[0] >> 3 == 30 ? 4
-                                   : 0;
-    if (!len || len > n)
-        return 0;
-    uint32_t c = len == 1 ? s[0] : s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        c = c << 6 | (s[i] & 0x3f);
-    }
-    if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return len;
-}
-
-struct range {
-    uint32_t lo, hi;
-};
-
-static bool in_ranges(uint32_t c, const struct range *r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (c >= r[i].lo && c <= r[i].hi)
-            return true;
-    return false;
-}
-
-/* Characters that would change how the rest of the line looks (C1
- * controls, bidi overrides, zero-width and invisible format characters). */
-static bool is_hidden(uint32_t c)
-{
-    static const struct range r[] = {
-        {0x80, 0x9f},     {0xad, 0xad},     {0x200b, 0x200f}, {0x2028, 0x202e},
-        {0x2060, 0x206f}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
-    };
-    return in_ranges(c, r, ARRAY_SIZE(r));
-}
-
-/* Display columns of a printable character: combining marks 0, East Asian
- * wide and emoji 2 (the main blocks of Unicode's EastAsianWidth W/F; an
- * approximation of wcwidth() that does not depend on the locale). */
-static size_t char_width(uint32_t c)
-{
-    static const struct range zero[] = {
-        {0x0300, 0x036f}, {0x0483, 0x0489}, {0x0591, 0x05bd},   {0x0610, 0x061a},
-        {0x064b, 0x065f}, {0x1ab0, 0x1aff}, {0x1dc0, 0x1dff},   {0x20d0, 0x20ff},
-        {0xfe00, 0xfe0f}, {0xfe20, 0xfe2f}, {0xe0100, 0xe01ef},
-    };
-    static const struct range wide[] = {
-        {0x1100, 0x115f},   {0x231a, 0x231b},   {0x2329, 0x232a},   {0x23e9, 0x23ec},
-        {0x25fd, 0x25fe},   {0x2614, 0x2615},   {0x2648, 0x2653},   {0x26aa, 0x26ab},
-        {0x26bd, 0x26be},   {0x26c4, 0x26c5},   {0x2705, 0x2705},   {0x270a, 0x270b},
-        {0x2728, 0x2728},   {0x274c, 0x274c},   {0x2753, 0x2757},   {0x2795, 0x2797},
-        {0x2b1b, 0x2b1c},   {0x2e80, 0x303e},   {0x3041, 0x33ff},   {0x3400, 0x4dbf},
-        {0x4e00, 0x9fff},   {0xa000, 0xa4cf},   {0xa960, 0xa97f},   {0xac00, 0xd7a3},
-        {0xf900, 0xfaff},   {0xfe10, 0xfe19},   {0xfe30, 0xfe6f},   {0xff00, 0xff60},
-        {0xffe0, 0xffe6},   {0x16fe0, 0x18cff}, {0x1b000, 0x1b2ff}, {0x1f004, 0x1f004},
-        {0x1f0cf, 0x1f0cf}, {0x1f18e, 0x1f18e}, {0x1f191, 0x1f19a}, {0x1f200, 0x1f251},
-        {0x1f300, 0x1f64f}, {0x1f680, 0x1f6ff}, {0x1f7e0, 0x1f7eb}, {0x1f900, 0x1f9ff},
-        {0x1fa70, 0x1faff}, {0x20000, 0x3fffd},
-    };
-    if (in_ranges(c, zero, ARRAY_SIZE(zero)))
-        return 0;
-    return in_ranges(c, wide, ARRAY_SIZE(wide)) ? 2 : 1;
-}
-
-/* The next character of S (N bytes) as printable bytes in OUT (at most 4):
- * returns the bytes of S used (>= 1) and sets *OUT_LEN and *WIDTH. */
-static size_t next_printable(const unsigned char *s, size_t n, bool utf8, char out[4],
-                             size_t *out_len, size_t *width)
-{
-    uint32_t c;
-    size_t used = utf8_decode(s, n, &c);
-    *out_len = 1;
-    *width = 1;
-    if (!used) { /* an invalid byte: one '?' each, then resync */
-        out[0] = '?';
-        return 1;
-    }
-    if (c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')
-        out[0] = ' ';
-    else if (c < 0x20 || c == 0x7f || (c >= 0x80 && (!utf8 || is_hidden(c))))
-        out[0] = '?';
-    else {
-        memcpy(out, s, used);
-        *out_len = used;
-        *width = char_width(c);
-    }
-    return used;
-}
-
-size_t top_printable(char *dst, size_t size, const char *src, size_t len, size_t max_cols,
-                     bool utf8)
-{
-    const char *mark = utf8 ? "\u2026" : ">";
-    size_t mark_len = strlen(mark), o = 0, cols = 0, fit_o = 0, fit_cols = 0;
-    const unsigned char *s = (const unsigned char *)(src ? src : "");
-    if (!src)
-        len = 0;
-    if (!size)
-        return 0;
-    for (size_t i = 0; i < len && s[i];) {
-        char ch[4];
-        size_t ch_len, w;
-        i += next_printable(s + i, len - i, utf8, ch, &ch_len, &w);
-        if (cols + w > max_cols || o + ch_len >= size) {
-            /* cut: back to where the mark fits */
-            o = fit_o;
-            cols = fit_cols;
-            if (max_cols >= 1 && o + mark_len < size) {
-                memcpy(dst + o, mark, mark_len);
-                o += mark_len;
-                cols++;
-            }
-            break;
-        }
-        memcpy(dst + o, ch, ch_len);
-        o += ch_len;
-        cols += w;
-        /* the last point where the mark would still fit */
-        if (cols + 1 <= max_cols && o + mark_len < size) {
-            fit_o = o;
-            fit_cols = cols;
-        }
-    }
-    dst[o] = '\0';
-    return cols;
-}
-
-size_t top_text_width(const char *s)
-{
-    size_t cols = 0, n = strlen(s);
-    for (size_t i = 0; i < n;) {
-        char ch[4];
-        size_t ch_len, w;
-        i += next_printable((const unsigned char *)s + i, n - i, true, ch, &ch_len, &w);
-        cols += w;
-    }
-    return cols;
-}
-
-char *top_utf8_valid(const char *s, size_t len)
-{
-    char *buf = xmalloc(len * 3 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        uint32_t c;
-        size_t used = utf8_decode((const unsigned char *)s + i, len - i, &c);
-        if (used) {
-            memcpy(buf + o, s + i, used);
-            o += used;
-            i += used;
-        } else {
-            memcpy(buf + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        }
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
 /* ---- number formats ----------------------------------------------------- */
 
 #define CELL(v) cells[v], TOP_CELL
@@ -318,8 +145,8 @@ size_t top_view_cols(const struct top_frame *f, enum top_view v, struct top_col 
     if (v == TOP_VIEW_CPUS)
         for (size_t s = 0; s < grid_states(f); s++, n++) {
             char name[24];
-            top_printable(name, sizeof(name), f->cpus[0].st[s].name, sizeof(f->cpus[0].st[s].name),
-                          12, false);
+            text_printable(name, sizeof(name), f->cpus[0].st[s].name, sizeof(f->cpus[0].st[s].name),
+                           12, false);
             cols[n] = (struct top_col){.right = true};
             snprintf(cols[n].head, sizeof(cols[n].head), "%s%%", name);
             size_t w = strlen(cols[n].head);
@@ -351,8 +178,8 @@ size_t top_view_nrows(const struct top_frame *f, enum top_view v)
 static void proc_command(const struct top_proc *p, bool utf8, size_t flex, char *cell)
 {
     char comm[sizeof(p->comm) * 4];
-    top_printable(comm, sizeof(comm), p->comm, strnlen(p->comm, sizeof(p->comm)), sizeof(p->comm),
-                  utf8);
+    text_printable(comm, sizeof(comm), p->comm, strnlen(p->comm, sizeof(p->comm)), sizeof(p->comm),
+                   utf8);
     struct strbuf b = {0};
     if (p->kthread)
         strbuf_appendf(&b, "[%s]", comm);
@@ -362,7 +189,7 @@ static void proc_command(const struct top_proc *p, bool utf8, size_t flex, char 
         strbuf_append(&b, comm);
     if (p->exited)
         strbuf_append(&b, " (exited)");
-    top_printable(cell, TOP_CELL, strbuf_str(&b), b.len, flex, utf8);
+    text_printable(cell, TOP_CELL, strbuf_str(&b), b.len, flex, utf8);
     strbuf_free(&b);
 }
 
@@ -386,7 +213,7 @@ static void row_cgroup(const struct top_cgroup *c, bool utf8, size_t flex, char 
     fmt_watts(CELL(4), c->power_w);
     fmt_watts(CELL(5), c->energy_j);
     const char *p = c->path ? c->path : "(unknown)";
-    top_printable(CELL(6), p, strlen(p), flex, utf8);
+    text_printable(CELL(6), p, strlen(p), flex, utf8);
 }
 
 static void row_source(const struct top_source *s, bool utf8, size_t flex, char cells[][TOP_CELL])
@@ -398,7 +225,7 @@ static void row_source(const struct top_source *s, bool utf8, size_t flex, char 
         snprintf(CELL(1), "-");
     fmt_rate(CELL(2), s->events_s);
     fmt_rate(CELL(3), s->idle_wakeups_s);
-    top_printable(CELL(4), s->name, strnlen(s->name, sizeof(s->name)), flex, utf8);
+    text_printable(CELL(4), s->name, strnlen(s->name, sizeof(s->name)), flex, utf8);
 }
 
 static const struct top_cstate *cpu_state(const struct top_cpu *c, const char *name)
@@ -446,7 +273,7 @@ static void row_cstate(const struct top_frame *f, size_t s, char cells[][TOP_CEL
         if (isfinite(st->entries_s))
             entries += st->entries_s;
     }
-    top_printable(CELL(0), first->name, strnlen(first->name, sizeof(first->name)), 16, false);
+    text_printable(CELL(0), first->name, strnlen(first->name, sizeof(first->name)), 16, false);
     snprintf(CELL(1), "%u", first->latency_us);
     fmt_num(CELL(2), nres ? res / (double)nres : NAN, 1);
     fmt_rate(CELL(3), entries);
@@ -460,16 +287,16 @@ static void row_device(const struct top_device *d, bool utf8, size_t flex, char 
 {
     const char *s[] = {d->bus, d->name, d->driver};
     for (size_t i = 0; i < ARRAY_SIZE(s); i++)
-        top_printable(CELL(i), s[i] ? s[i] : "-", s[i] ? strlen(s[i]) : 1, 40, utf8);
-    top_printable(CELL(3), d->control, strnlen(d->control, sizeof(d->control)), 16, utf8);
-    top_printable(CELL(4), d->status, strnlen(d->status, sizeof(d->status)), 16, utf8);
+        text_printable(CELL(i), s[i] ? s[i] : "-", s[i] ? strlen(s[i]) : 1, 40, utf8);
+    text_printable(CELL(3), d->control, strnlen(d->control, sizeof(d->control)), 16, utf8);
+    text_printable(CELL(4), d->status, strnlen(d->status, sizeof(d->status)), 16, utf8);
     fmt_num(CELL(5), d->active_pct, 1);
     snprintf(CELL(6), "%s", d->safe ? "safe" : "no");
     struct strbuf b = {0};
     strbuf_append(&b, d->product ? d->product : "");
     if (d->why)
         strbuf_appendf(&b, "%s(%s)", b.len ? " " : "", d->why);
-    top_printable(CELL(7), strbuf_str(&b), b.len, flex, utf8);
+    text_printable(CELL(7), strbuf_str(&b), b.len, flex, utf8);
     strbuf_free(&b);
 }
 
@@ -506,8 +333,9 @@ void top_view_row(const struct top_frame *f, enum top_view v, size_t row, bool u
 static void header_power(const struct top_frame *f, bool utf8, char *l0, char *l1)
 {
     char src[sizeof(f->power_source) * 4], w[32], e[32];
-    top_printable(src, sizeof(src), f->power_source,
-                  strnlen(f->power_source, sizeof(f->power_source)), sizeof(f->power_source), utf8);
+    text_printable(src, sizeof(src), f->power_source,
+                   strnlen(f->power_source, sizeof(f->power_source)), sizeof(f->power_source),
+                   utf8);
     fmt_watts(w, sizeof(w), f->node_w);
     if (isfinite(f->error_pct))
         snprintf(e, sizeof(e), ", %s%.0f %%", utf8 ? "\u00b1" : "+/-", f->error_pct);
@@ -546,7 +374,7 @@ static void header_wakeups(const struct top_frame *f, bool utf8, char *l)
     }
     char why[TOP_LINE / 2];
     const char *w = f->why_not_traced ? f->why_not_traced : "unknown";
-    top_printable(why, sizeof(why), w, strlen(w), 160, utf8);
+    text_printable(why, sizeof(why), w, strlen(w), 160, utf8);
     snprintf(l, TOP_LINE, "%-10s%s/s (from /proc, not traced: %s)", "Wake-ups", tot, why);
 }
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/text.h"
 #include "cli/top.h"
 
 #define TOP_MAX_COLS 16  /* = TABLE_MAX_COLS */
@@ -36,7 +37,7 @@ const char *top_sort_title(enum top_sort s);
 size_t top_view_cols(const struct top_frame *f, enum top_view v, struct top_col cols[TOP_MAX_COLS]);
 size_t top_view_nrows(const struct top_frame *f, enum top_view v);
 /* Row ROW of view V as printable cells, one per column: names escaped by
- * top_printable() (UTF8 false: ASCII only), flex cells clipped to
+ * text_printable() (UTF8 false: ASCII only), flex cells clipped to
  * FLEX_COLS display columns, unknown numbers as "-". */
 void top_view_row(const struct top_frame *f, enum top_view v, size_t row, bool utf8,
                   size_t flex_cols, char cells[TOP_MAX_COLS][TOP_CELL]);
@@ -46,18 +47,5 @@ void top_view_row(const struct top_frame *f, enum top_view v, size_t row, bool u
  * busy CPUs. */
 void top_header_lines(const struct top_frame *f, bool utf8, char lines[TOP_HEADER][TOP_LINE]);
 
-/* Copy LEN bytes of SRC into DST (SIZE bytes, NUL-terminated) so that a
- * terminal shows them as text: tabs and line breaks become spaces, other
- * control characters (C0, DEL, C1), bidirectional and zero-width format
- * characters and invalid UTF-8 become '?', and with UTF8 false so does
- * any non-ASCII character. At most MAX_COLS display columns: a longer
- * text is cut and ends in "…" ('>' in ASCII). Returns the columns used. */
-size_t top_printable(char *dst, size_t size, const char *src, size_t len, size_t max_cols,
-                     bool utf8);
-/* A copy of LEN bytes of S as valid UTF-8: each byte that is not part of
- * a valid sequence becomes U+FFFD. Caller frees. */
-char *top_utf8_valid(const char *s, size_t len);
 /* "task", "irq", "timer", "hrtimer", "work", "other" */
 const char *top_kind_name(enum wake_kind k);
-/* Display columns of S, a string top_printable() produced. */
-size_t top_text_width(const char *s);

@@ -12,6 +12,7 @@
 
 #include "base/json.h"
 #include "base/parse.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "host/host.h"
@@ -107,8 +108,8 @@ enum {
 
 static int usage_error(const char *verb, const char *msg, const char *arg)
 {
-    fprintf(stderr, "watt %s: %s%s%s%s (see watt %s --help)\n", verb, msg, arg ? " '" : "",
-            arg ? arg : "", arg ? "'" : "", verb);
+    text_printf(stderr, "watt %s: %s%s%s%s (see watt %s --help)\n", verb, msg, arg ? " '" : "",
+                arg ? arg : "", arg ? "'" : "", verb);
     return -EINVAL;
 }
 
@@ -354,10 +355,10 @@ static bool same_change(const struct tune_change *a, const struct tune_change *b
 
 static void print_change(const struct tune_change *c, const char *kpath, size_t nfiles)
 {
-    printf("    %s: %s -> %s  (%s; %s)", kpath, c->old_value ? c->old_value : "?", c->new_value,
-           c->why, c->origin);
+    text_printf(stdout, "    %s: %s -> %s  (%s; %s)", kpath, c->old_value ? c->old_value : "?",
+                c->new_value, c->why, c->origin);
     if (nfiles > 1)
-        printf("  [%zu files]", nfiles);
+        text_printf(stdout, "  [%zu files]", nfiles);
     putchar('\n');
 }
 
@@ -401,25 +402,25 @@ static void print_changes(const struct tune_plan *p, bool verbose)
         size_t count = 0;
         for (size_t k = i; k < p->n; k++)
             count += streq(p->v[k].knob, p->v[i].knob);
-        printf("  %s (%zu)\n", p->v[i].knob, count);
+        text_printf(stdout, "  %s (%zu)\n", p->v[i].knob, count);
         print_knob(p, i, verbose);
     }
 }
 
 static void print_plan(const struct profile *pr, const struct tune_plan *p, bool verbose)
 {
-    printf("Profile %s (%s)%s%s\n", pr->name, pr->origin, pr->description ? ": " : "",
-           pr->description ? pr->description : "");
+    text_printf(stdout, "Profile %s (%s)%s%s\n", pr->name, pr->origin, pr->description ? ": " : "",
+                pr->description ? pr->description : "");
     if (p->n) {
-        printf("\nChanges (%zu):\n", p->n);
+        text_printf(stdout, "\nChanges (%zu):\n", p->n);
         print_changes(p, verbose);
     } else {
-        printf("\nNo changes: the machine already has every value of %s.\n", pr->name);
+        text_printf(stdout, "\nNo changes: the machine already has every value of %s.\n", pr->name);
     }
     if (p->nnotes) {
-        printf("\nNotes (%zu):\n", p->nnotes);
+        text_printf(stdout, "\nNotes (%zu):\n", p->nnotes);
         for (size_t i = 0; i < p->nnotes; i++)
-            printf("  %s\n", p->notes[i]);
+            text_printf(stdout, "  %s\n", p->notes[i]);
     }
 }
 
@@ -453,7 +454,7 @@ static int load_profile(struct tune_run *t, struct profile **ret)
     _cleanup_free_ char *err = NULL;
     int r = profile_load(t->o.profile, t->o.confdir, ret, &err);
     if (r < 0)
-        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
     return r;
 }
 
@@ -467,12 +468,12 @@ static int read_journal(struct tune_run *t, struct journal_log *log)
         return 0;
     }
     if (r < 0) {
-        fprintf(stderr, "watt %s: cannot read the journal %s: %s\n", t->verb, t->journal_shown,
-                err ? err : strerror(-r));
+        text_printf(stderr, "watt %s: cannot read the journal %s: %s\n", t->verb, t->journal_shown,
+                    err ? err : strerror(-r));
         return r;
     }
     for (size_t i = 0; i < log->nproblems; i++)
-        fprintf(stderr, "watt %s: %s\n", t->verb, log->problems[i]);
+        text_printf(stderr, "watt %s: %s\n", t->verb, log->problems[i]);
     return 0;
 }
 
@@ -482,13 +483,13 @@ static int build_plan(struct tune_run *t, const struct profile *pr, struct tune_
     _cleanup_free_ char *err = NULL;
     int r = devpolicy_load(t->o.confdir, &dp, &err);
     if (r < 0) {
-        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
         return r;
     }
     r = tune_plan_build(t->h, pr, dp, plan, &err);
     devpolicy_free(dp);
     if (r < 0) {
-        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
         return r;
     }
     struct journal_log log;
@@ -505,10 +506,10 @@ static int measure(struct tune_run *t, const char *when, struct tune_verify_wind
 {
     _cleanup_free_ char *err = NULL;
     if (!t->o.json)
-        fprintf(stderr, "watt tune: measuring %g s %s the change...\n", t->o.verify_s, when);
+        text_printf(stderr, "watt tune: measuring %g s %s the change...\n", t->o.verify_s, when);
     int r = tune_verify_measure(t->h, t->o.verify_s, ret, &err);
     if (r < 0)
-        fprintf(stderr, "watt tune: --verify: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt tune: --verify: %s\n", err ? err : strerror(-r));
     return r;
 }
 
@@ -525,9 +526,9 @@ static int interrupted(struct journal *j, const sigset_t *stop)
         return 0;
     _cleanup_free_ char *err = NULL;
     int r = journal_rollback(j, &err);
-    fprintf(stderr, "watt tune: interrupted by %s during the apply; %s\n", strsignal(sig),
-            r < 0 ? (err ? err : "the rollback failed: run watt restore")
-                  : "every value was rolled back, nothing was changed");
+    text_printf(stderr, "watt tune: interrupted by %s during the apply; %s\n", strsignal(sig),
+                r < 0 ? (err ? err : "the rollback failed: run watt restore")
+                      : "every value was rolled back, nothing was changed");
     return -EINTR;
 }
 
@@ -543,7 +544,7 @@ static int apply(struct tune_run *t, struct journal *j, const struct tune_plan *
     sigprocmask(SIG_BLOCK, &stop, &old);
     int r = tune_plan_apply_checked(j, t->h, plan, &after->notes, &after->nnotes, &err);
     if (r < 0)
-        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
     else
         r = interrupted(j, &stop);
     sigprocmask(SIG_SETMASK, &old, NULL);
@@ -560,17 +561,18 @@ static void print_result(struct tune_run *t, const struct tune_plan *plan,
                          const struct apply_result *res)
 {
     if (res->readback.nnotes)
-        printf("\nRead back (%zu):\n", res->readback.nnotes);
+        text_printf(stdout, "\nRead back (%zu):\n", res->readback.nnotes);
     for (size_t i = 0; i < res->readback.nnotes; i++)
-        printf("  %s\n", res->readback.notes[i]);
+        text_printf(stdout, "  %s\n", res->readback.notes[i]);
     if (t->o.dry_run)
-        printf("\nDry run: nothing was changed.\n");
+        text_printf(stdout, "\nDry run: nothing was changed.\n");
     else if (res->applied && plan->n)
-        printf("\nApplied %zu change%s; the journal %s holds the original values "
-               "(watt restore puts them back).\n",
-               plan->n, plan->n == 1 ? "" : "s", t->journal_shown);
+        text_printf(stdout,
+                    "\nApplied %zu change%s; the journal %s holds the original values "
+                    "(watt restore puts them back).\n",
+                    plan->n, plan->n == 1 ? "" : "s", t->journal_shown);
     if (res->before && res->after) {
-        printf("\nMeasured before and after:\n");
+        text_printf(stdout, "\nMeasured before and after:\n");
         tune_verify_print(stdout, res->before, res->after);
     }
 }
@@ -609,7 +611,7 @@ static int do_apply(struct tune_run *t, const struct profile *pr, struct tune_pl
         return r;
     r = journal_open(t->h, t->o.journal, "cli", &j, &err);
     if (r < 0) {
-        fprintf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt tune: %s\n", err ? err : strerror(-r));
         return r;
     }
     /* Plan under the lock, so no other tuner moves a value in between. */
@@ -621,8 +623,8 @@ static int do_apply(struct tune_run *t, const struct profile *pr, struct tune_pl
      * changed, not after the apply with an exit status that says failed. */
     if (r >= 0 && fflush(stdout) != 0) {
         r = -errno;
-        fprintf(stderr, "watt tune: cannot print the changes: %s; nothing was changed\n",
-                strerror(-r));
+        text_printf(stderr, "watt tune: cannot print the changes: %s; nothing was changed\n",
+                    strerror(-r));
     }
     if (r >= 0 && plan->n) {
         r = apply(t, j, plan, &res->readback);
@@ -769,30 +771,30 @@ static void status_section(const struct status_row *rows, size_t n, enum journal
     size_t c = count_rows(rows, n, v);
     if (!c)
         return;
-    printf("%s (%zu):\n", title, c);
+    text_printf(stdout, "%s (%zu):\n", title, c);
     for (size_t i = 0; i < n; i++) {
         if (rows[i].verdict != v)
             continue;
         const struct journal_entry *e = rows[i].e;
         if (v == JOURNAL_REFUSED) {
             _cleanup_free_ char *path = journal_escape(e->path);
-            printf("  journal line %u: %s/%s: %s\n", rows[i].last->line,
-                   e->dir == HOST_PROC  ? "proc"
-                   : e->dir == HOST_SYS ? "sys"
-                                        : "dev",
-                   path, rows[i].why);
+            text_printf(stdout, "  journal line %u: %s/%s: %s\n", rows[i].last->line,
+                        e->dir == HOST_PROC  ? "proc"
+                        : e->dir == HOST_SYS ? "sys"
+                                             : "dev",
+                        path, rows[i].why);
             continue;
         }
         _cleanup_free_ char *kpath = host_kernel_path(e->dir, e->path);
         const char *knob = tune_knob_for_path(e->dir, e->path);
         const char *now = rows[i].now ? rows[i].now : "unreadable";
         if (v == JOURNAL_CHANGED || v == JOURNAL_EARLIER_BOOT)
-            printf("  %s: %s, watt wrote %s, now %s  (%s%s%s)\n", kpath, rows[i].orig,
-                   rows[i].wrote, now, knob ? knob : "", knob ? ", " : "",
-                   e->owner ? e->owner : "?");
+            text_printf(stdout, "  %s: %s, watt wrote %s, now %s  (%s%s%s)\n", kpath, rows[i].orig,
+                        rows[i].wrote, now, knob ? knob : "", knob ? ", " : "",
+                        e->owner ? e->owner : "?");
         else
-            printf("  %s: %s -> %s  (%s%s%s)\n", kpath, rows[i].orig, now, knob ? knob : "",
-                   knob ? ", " : "", e->owner ? e->owner : "?");
+            text_printf(stdout, "  %s: %s -> %s  (%s%s%s)\n", kpath, rows[i].orig, now,
+                        knob ? knob : "", knob ? ", " : "", e->owner ? e->owner : "?");
     }
 }
 
@@ -801,9 +803,9 @@ static void status_text(struct tune_run *t, const struct journal_log *log,
 {
     size_t ours = count_rows(rows, n, JOURNAL_OURS) + count_rows(rows, n, JOURNAL_UNREADABLE);
     if (!n)
-        printf("Nothing differs from the original values.\n");
+        text_printf(stdout, "Nothing differs from the original values.\n");
     else if (!ours)
-        printf("Nothing watt changed differs from the original values.\n");
+        text_printf(stdout, "Nothing watt changed differs from the original values.\n");
     status_section(rows, n, JOURNAL_OURS, "Changed from the original values");
     status_section(rows, n, JOURNAL_UNREADABLE, "Changed by watt, now unreadable");
     status_section(rows, n, JOURNAL_CHANGED,
@@ -813,12 +815,13 @@ static void status_text(struct tune_run *t, const struct journal_log *log,
                    "From an earlier boot (watt restore moves these records aside)");
     status_section(rows, n, JOURNAL_REFUSED,
                    "Refused records (no knob of watt's: never written back)");
-    printf("\nJournal %s: %zu record%s", t->journal_shown, log->n, log->n == 1 ? "" : "s");
+    text_printf(stdout, "\nJournal %s: %zu record%s", t->journal_shown, log->n,
+                log->n == 1 ? "" : "s");
     if (log->nproblems)
-        printf(", %zu line%s skipped", log->nproblems, log->nproblems == 1 ? "" : "s");
-    printf(".\n");
+        text_printf(stdout, ", %zu line%s skipped", log->nproblems, log->nproblems == 1 ? "" : "s");
+    text_printf(stdout, ".\n");
     for (size_t i = 0; i < log->nproblems; i++)
-        printf("  %s\n", log->problems[i]);
+        text_printf(stdout, "  %s\n", log->problems[i]);
 }
 
 static void status_json(struct tune_run *t, const struct journal_log *log,
@@ -887,15 +890,15 @@ static int run_list(struct tune_run *t)
     size_t n;
     int r = profile_list(t->o.confdir, &names, &n);
     if (r < 0) {
-        fprintf(stderr, "watt tune: cannot list the profiles in %s/profiles.d: %s\n", t->o.confdir,
-                strerror(-r));
+        text_printf(stderr, "watt tune: cannot list the profiles in %s/profiles.d: %s\n",
+                    t->o.confdir, strerror(-r));
         return 1;
     }
     struct json j;
     json_init(&j, true);
     json_array_begin(&j);
     if (!t->o.json)
-        printf("Profiles (built-in, and in %s/profiles.d):\n", t->o.confdir);
+        text_printf(stdout, "Profiles (built-in, and in %s/profiles.d):\n", t->o.confdir);
     for (size_t i = 0; i < n; i++) {
         struct profile *p = NULL;
         _cleanup_free_ char *err = NULL;
@@ -911,10 +914,10 @@ static int run_list(struct tune_run *t)
         json_kv_string(&j, "error", r < 0 ? err : NULL);
         json_object_end(&j);
         if (!t->o.json && r < 0)
-            printf("  %-14s %-9s %s\n", names[i], kind, err);
+            text_printf(stdout, "  %-14s %-9s %s\n", names[i], kind, err);
         else if (!t->o.json)
-            printf("  %-14s %-9s %s%s%s%s\n", names[i], kind, desc ? desc : "", builtin ? "" : " (",
-                   builtin ? "" : p->origin, builtin ? "" : ")");
+            text_printf(stdout, "  %-14s %-9s %s%s%s%s\n", names[i], kind, desc ? desc : "",
+                        builtin ? "" : " (", builtin ? "" : p->origin, builtin ? "" : ")");
         profile_free(p);
         free(names[i]);
     }
@@ -929,8 +932,8 @@ static int run_list(struct tune_run *t)
 
 static void show_text(const struct profile *p)
 {
-    printf("Profile %s (%s)%s%s\n", p->name, p->origin, p->description ? ": " : "",
-           p->description ? p->description : "");
+    text_printf(stdout, "Profile %s (%s)%s%s\n", p->name, p->origin, p->description ? ": " : "",
+                p->description ? p->description : "");
     const char *section = NULL;
     for (size_t i = 0; i < p->n; i++) {
         const struct profile_value *v = &p->v[i];
@@ -940,15 +943,15 @@ static void show_text(const struct profile *p)
         if (shown)
             continue;
         section = v->section;
-        printf("\n[%s]\n", section);
+        text_printf(stdout, "\n[%s]\n", section);
         for (size_t k = i; k < p->n; k++)
             if (streq(p->v[k].section, section)) {
                 _cleanup_free_ char *kv = xasprintf("%s = %s", p->v[k].key, p->v[k].value);
-                printf("  %-36s ; %s\n", kv, p->v[k].origin);
+                text_printf(stdout, "  %-36s ; %s\n", kv, p->v[k].origin);
             }
     }
     if (!p->n)
-        printf("\n(no settings)\n");
+        text_printf(stdout, "\n(no settings)\n");
 }
 
 static int run_show(struct tune_run *t)
@@ -1011,19 +1014,19 @@ static void restore_print(struct tune_run *t, const struct journal_restore_repor
         return;
     }
     for (size_t i = 0; i < rep->nlines; i++)
-        printf("  %s\n", rep->lines[i]);
-    printf("%s %zu value%s from %s; %zu failed, %zu skipped",
-           t->o.dry_run ? "Would restore" : "Restored", rep->restored,
-           rep->restored == 1 ? "" : "s", t->journal_shown, rep->failed, rep->skipped);
+        text_printf(stdout, "  %s\n", rep->lines[i]);
+    text_printf(stdout, "%s %zu value%s from %s; %zu failed, %zu skipped",
+                t->o.dry_run ? "Would restore" : "Restored", rep->restored,
+                rep->restored == 1 ? "" : "s", t->journal_shown, rep->failed, rep->skipped);
     if (rep->gone)
-        printf(", %zu gone", rep->gone);
+        text_printf(stdout, ", %zu gone", rep->gone);
     if (rep->refused)
-        printf(", %zu refused", rep->refused);
+        text_printf(stdout, ", %zu refused", rep->refused);
     if (rep->changed)
-        printf(", %zu changed since (left)", rep->changed);
+        text_printf(stdout, ", %zu changed since (left)", rep->changed);
     if (rep->earlier_boot)
-        printf(", %zu of an earlier boot (left)", rep->earlier_boot);
-    printf(".\n");
+        text_printf(stdout, ", %zu of an earlier boot (left)", rep->earlier_boot);
+    text_printf(stdout, ".\n");
 }
 
 /* What could not be done, on stderr, one sentence each. */
@@ -1031,35 +1034,37 @@ static void restore_explain(struct tune_run *t, const struct journal_restore_rep
 {
     const char *me = "watt restore";
     if (r < 0 && r != -EIO)
-        fprintf(stderr, "%s: %s: %s\n", me, t->journal_shown, strerror(-r));
+        text_printf(stderr, "%s: %s: %s\n", me, t->journal_shown, strerror(-r));
     if (rep->failed)
-        fprintf(stderr,
-                "%s: %zu value%s not restored (see above); the journal keeps %s for "
-                "another try\n",
-                me, rep->failed, rep->failed == 1 ? "" : "s", rep->failed == 1 ? "it" : "them");
+        text_printf(stderr,
+                    "%s: %zu value%s not restored (see above); the journal keeps %s for "
+                    "another try\n",
+                    me, rep->failed, rep->failed == 1 ? "" : "s", rep->failed == 1 ? "it" : "them");
     if (rep->refused)
-        fprintf(stderr,
-                "%s: %zu journal record%s refused: %s no file watt changes (see above); "
-                "kept in the journal, never written\n",
-                me, rep->refused, rep->refused == 1 ? "" : "s",
-                rep->refused == 1 ? "it names" : "they name");
+        text_printf(stderr,
+                    "%s: %zu journal record%s refused: %s no file watt changes (see above); "
+                    "kept in the journal, never written\n",
+                    me, rep->refused, rep->refused == 1 ? "" : "s",
+                    rep->refused == 1 ? "it names" : "they name");
     if (rep->changed)
-        fprintf(stderr,
-                "%s: %zu value%s changed since watt wrote %s: left as %s, kept in the "
-                "journal (watt restore --force puts the original%s back)\n",
-                me, rep->changed, rep->changed == 1 ? "" : "s", rep->changed == 1 ? "it" : "them",
-                rep->changed == 1 ? "it is" : "they are", rep->changed == 1 ? "" : "s");
+        text_printf(stderr,
+                    "%s: %zu value%s changed since watt wrote %s: left as %s, kept in the "
+                    "journal (watt restore --force puts the original%s back)\n",
+                    me, rep->changed, rep->changed == 1 ? "" : "s",
+                    rep->changed == 1 ? "it" : "them", rep->changed == 1 ? "it is" : "they are",
+                    rep->changed == 1 ? "" : "s");
     if (rep->earlier_boot)
-        fprintf(stderr,
-                "%s: the journal holds %zu value%s of an earlier boot, which set %s anew: "
-                "not written%s%s (watt restore --force writes them)\n",
-                me, rep->earlier_boot, rep->earlier_boot == 1 ? "" : "s",
-                rep->earlier_boot == 1 ? "it" : "them", rep->boot_file ? "; moved to " : "",
-                rep->boot_file ? rep->boot_file : "");
+        text_printf(stderr,
+                    "%s: the journal holds %zu value%s of an earlier boot, which set %s anew: "
+                    "not written%s%s (watt restore --force writes them)\n",
+                    me, rep->earlier_boot, rep->earlier_boot == 1 ? "" : "s",
+                    rep->earlier_boot == 1 ? "it" : "them", rep->boot_file ? "; moved to " : "",
+                    rep->boot_file ? rep->boot_file : "");
     if (rep->skipped)
-        fprintf(stderr, "%s: %zu journal line%s skipped as corrupt (see above)%s%s\n", me,
-                rep->skipped, rep->skipped == 1 ? "" : "s", rep->corrupt_file ? "; moved to " : "",
-                rep->corrupt_file ? rep->corrupt_file : "");
+        text_printf(stderr, "%s: %zu journal line%s skipped as corrupt (see above)%s%s\n", me,
+                    rep->skipped, rep->skipped == 1 ? "" : "s",
+                    rep->corrupt_file ? "; moved to " : "",
+                    rep->corrupt_file ? rep->corrupt_file : "");
 }
 
 static int run_restore(struct tune_run *t)
@@ -1067,7 +1072,8 @@ static int run_restore(struct tune_run *t)
     if (!host_exists(t->h, HOST_ROOTDIR, t->o.journal)) {
         struct journal_restore_report none = {0};
         if (!t->o.json)
-            printf("Nothing to restore: there is no journal at %s.\n", t->journal_shown);
+            text_printf(stdout, "Nothing to restore: there is no journal at %s.\n",
+                        t->journal_shown);
         else
             restore_print(t, &none, 0);
         return 0;
@@ -1076,7 +1082,7 @@ static int run_restore(struct tune_run *t)
     _cleanup_free_ char *err = NULL;
     int r = journal_open(t->h, t->o.journal, "cli", &j, &err);
     if (r < 0) {
-        fprintf(stderr, "watt restore: %s\n", err ? err : strerror(-r));
+        text_printf(stderr, "watt restore: %s\n", err ? err : strerror(-r));
         return 1;
     }
     struct journal_restore_report rep = {0};

@@ -243,8 +243,20 @@ static int on_host(struct ctx *c, const char *key, const char *val)
         return set_str(&h->bmc, val);
     if (streq(key, "bmc_user"))
         return set_str(&h->bmc_user, val);
-    if (streq(key, "bmc_password"))
-        return set_str(&h->bmc_password, val);
+    if (streq(key, "bmc_password") || streq(key, "bmc_password_file")) {
+        bool file = streq(key, "bmc_password_file");
+        if (h->bmc_password_line)
+            return FAIL(c,
+                        "[host %s] has a password already (line %d): give bmc_password or "
+                        "bmc_password_file, once",
+                        h->name, h->bmc_password_line);
+        if (file && !*val)
+            return FAIL(c, "bmc_password_file is empty: want the path of a file");
+        h->bmc_password_line = c->line;
+        if (!file && !c->s->password_line)
+            c->s->password_line = c->line;
+        return set_str(file ? &h->bmc_password_file : &h->bmc_password, val);
+    }
     if (streq(key, "bmc_cipher")) {
         r = set_num(c, key, val, 0, 17, true, &v);
         h->bmc_cipher = (unsigned)v;
@@ -258,7 +270,7 @@ static int on_host(struct ctx *c, const char *key, const char *val)
     }
     return FAIL(c,
                 "unknown key '%.40s' in [host %s] (want type, uri, migrate_uri, bmc, bmc_user, "
-                "bmc_password, bmc_cipher, bmc_protocol)",
+                "bmc_password, bmc_password_file, bmc_cipher, bmc_protocol)",
                 key, h->name);
 }
 
@@ -503,8 +515,11 @@ static int validate(struct ctx *c)
         if (s->power_engine == SITE_POWER_IPMI) {
             if (!h->bmc)
                 return FAIL(c, "[host %s] has no bmc = HOST[:PORT] (power = ipmi)", h->name);
-            if (!h->bmc_user || !h->bmc_password)
-                return FAIL(c, "[host %s] needs bmc_user and bmc_password (power = ipmi)", h->name);
+            if (!h->bmc_user || !h->bmc_password_line)
+                return FAIL(c,
+                            "[host %s] needs bmc_user and bmc_password (or bmc_password_file) "
+                            "(power = ipmi)",
+                            h->name);
         }
     }
     c->line = 0;
@@ -577,7 +592,10 @@ void site_free(struct site *s)
         free(h->migrate_uri);
         free(h->bmc);
         free(h->bmc_user);
+        if (h->bmc_password)
+            explicit_bzero(h->bmc_password, strlen(h->bmc_password));
         free(h->bmc_password);
+        free(h->bmc_password_file);
     }
     free(s->hosts);
     free(s->vms);

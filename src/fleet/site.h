@@ -3,7 +3,9 @@
  * VMs the controller manages, the controller's limits, and the command
  * templates of the exec engine. See docs/fleet-run.md.
  *
- * Pure: site_parse() takes the file's text; the caller reads the file. */
+ * Pure: site_parse() takes the file's text; site_load() (fleet/exec/
+ * site_load.h) reads the file, checks who may read it and reads the
+ * bmc_password_file files. */
 #pragma once
 
 #include <stdbool.h>
@@ -29,9 +31,11 @@ struct site_host {
                         * (VIR_MIGRATE_PARAM_URI, "tcp://10.0.0.2"); NULL: libvirt's choice */
     char *bmc;         /* BMC address "host" or "host:port" (port default 623); NULL: none */
     char *bmc_user;
-    char *bmc_password;
-    unsigned bmc_cipher; /* IPMI 2.0 cipher suite id, default 3 */
-    bool bmc_lan15;      /* IPMI 1.5 LAN instead of 2.0 lanplus */
+    char *bmc_password;      /* bmc_password = , or site_load(): the file's first line */
+    char *bmc_password_file; /* bmc_password_file = PATH as written; NULL: none */
+    int bmc_password_line;   /* of bmc_password or bmc_password_file; 0: neither */
+    unsigned bmc_cipher;     /* IPMI 2.0 cipher suite id, default 3 */
+    bool bmc_lan15;          /* IPMI 1.5 LAN instead of 2.0 lanplus */
 };
 
 struct site_vm {
@@ -79,8 +83,9 @@ struct site {
     enum site_migrate_mode migrate_mode;
     struct site_limits limits;
     struct site_exec exec;
-    char *policy;    /* watt policy tunables "pack=0.8,..." (fleet_options.watt_params) */
-    char *state_dir; /* journal and state, default /var/lib/watt/fleet */
+    char *policy;      /* watt policy tunables "pack=0.8,..." (fleet_options.watt_params) */
+    char *state_dir;   /* journal and state, default /var/lib/watt/fleet */
+    int password_line; /* the first bmc_password = line; 0: the file holds none */
 };
 
 /* Parse fleet.ini. ORIGIN names the text in errors ("fleet.ini line 12: ..."). */

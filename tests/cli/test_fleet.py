@@ -240,10 +240,17 @@ def test_help():
         p = watt(verb, "--help")
         if p.returncode != 0 or "usage: watt fleet" not in p.stdout + p.stderr:
             fail(f"fleet {verb} --help: exit {p.returncode}, output {p.stdout[:200]!r}")
-    # the shipped example fleet.ini is valid
-    p = watt("check", "--config", os.path.join(SRCDIR, "dist", "fleet.ini.example"))
-    if p.returncode != 0 or "2 hosts (1 types), 3 VMs listed" not in p.stdout:
-        fail(f"fleet check dist/fleet.ini.example: exit {p.returncode}: {p.stderr.strip()[:200]}")
+    # the shipped example fleet.ini is valid, next to its password files
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(SRCDIR, "dist", "fleet.ini.example")) as f:
+            path = write(os.path.join(d, "fleet.ini"), f.read())
+        for h in ("h1", "h2"):
+            secret(os.path.join(d, f"bmc-{h}.password"), f"pw-{h}\n")
+        p = watt("check", "--config", path)
+        if (p.returncode != 0 or "2 hosts (1 types), 3 VMs listed" not in p.stdout
+                or "BMC password of h2: from bmc-h2.password" not in p.stdout):
+            fail(f"fleet check dist/fleet.ini.example: exit {p.returncode}: "
+                 f"{p.stderr.strip()[:200]} {p.stdout[:300]}")
     # a fleet of 300 hosts and 3,000 listed VMs (inih's 200-byte lines once broke this)
     with tempfile.TemporaryDirectory() as d:
         hosts = "".join(f"[host h{i}]\ntype = {'g4' if i % 2 else 'g5'}\nuri = qemu+ssh://h{i}/system\n"
@@ -258,10 +265,166 @@ def test_help():
         fail(f"fleet run without --config: exit {p.returncode}: {p.stderr.strip()[:200]}")
 
 
-def write(path, text):
+def write(path, text, mode=0o644):
     with open(path, "w") as f:
         f.write(text)
+    os.chmod(path, mode)
     return path
+
+
+def secret(path, text, mode=0o600):
+    """A file only its owner reads (whatever the umask), then MODE."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+# ---- fleet run's fleet.ini: BMC passwords (docs/fleet-run.md)
+
+# power = exec: the power commands get the password in WATT_BMC_PASSWORD,
+# so `fleet host H status` shows which password watt read.
+EXEC_INI = """[controller]
+vm_engine = exec
+power = exec
+state_dir = {state}
+[exec]
+list = {list}
+migrate = true
+power_on = true
+power_off = true
+power_status = test "$WATT_BMC_PASSWORD" = 'p;w# 1 ' && echo on || echo off
+[host a]
+type = g5
+bmc = 10.0.0.1
+bmc_user = admin
+{password}
+[host b]
+type = g4
+"""
+
+
+def exec_ini(d, password, name="fleet.ini", mode=0o644, list_cmd="true"):
+    text = EXEC_INI.format(state=os.path.join(d, "state"), password=password, list=list_cmd)
+    return secret(os.path.join(d, name), text, mode)
+
+
+def refused(what, p, want):
+    """P exited 2 with one error line holding every string of WANT."""
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    if crashed(p) or p.returncode != 2 or len(lines) != 1 or any(w not in lines[0] for w in want):
+        fail(f"{what}: want exit 2 and one line naming {want}; got exit {p.returncode}: "
+             f"{p.stderr.strip()[:300]!r}")
+    else:
+        print(f"ok: {what}: {lines[0]}")
+
+
+# Names from outside with terminal escapes: an OSC that retitles the
+# terminal (ESC ] ... BEL), a CSI that clears it (ESC [ 2J), a C1 CSI byte
+# (0x9b, also invalid UTF-8) and DEL.
+HOSTILE_LIST = ("[ {host} = a ] && printf '"
+                "ev\\033]0;pwned\\007il running 1000000 1048576 1\\n"
+                "x\\033[2Jy running 5 1024 1\\n"
+                "z\\233w\\177 running 5 1024 1\\n' || true")
+ESCAPES = (b"\x1b", b"\x9b", b"\x07", b"\x7f")
+
+
+def watt_bytes(*args):
+    return subprocess.run([WATT, "fleet", *args], capture_output=True, env=ENV)
+
+
+def test_hostile_names():
+    with tempfile.TemporaryDirectory() as d:
+        path = exec_ini(d, "", list_cmd=HOSTILE_LIST)
+        with open(path) as f:
+            text = f.read().replace("power = exec", "power = none")
+        write(path, text)
+        for args in (["plan", "--config", path, "--sample", "0"],
+                     ["run", "--config", path, "--once", "--dry-run"],
+                     ["host", "--config", path, "a", "list"]):
+            p = watt_bytes(*args)
+            what = f"hostile VM names: fleet {args[0]}"
+            bad = [e for e in ESCAPES if e in p.stdout + p.stderr]
+            if p.returncode != 0 or bad:
+                fail(f"{what}: exit {p.returncode}, control bytes {bad} in "
+                     f"{(p.stdout + p.stderr)[-400:]!r}")
+            elif b"ev?]0;pwned?il" not in p.stdout or b"x?[2Jy" not in p.stdout:
+                fail(f"{what}: the names are shown with '?' for each control: {p.stdout!r}")
+            else:
+                print(f"ok: {what}: no control byte reaches the terminal")
+        # JSON: escaped, and still the names the hypervisor gave
+        p = watt_bytes("host", "--config", path, "a", "list", "--json")
+        try:
+            names = sorted(x["name"] for x in json.loads(p.stdout)["domains"])
+        except (ValueError, KeyError) as e:
+            names = f"not JSON: {e}"
+        want = ["ev\x1b]0;pwned\x07il", "x\x1b[2Jy", "z\ufffdw\x7f"]
+        if names != want or any(e in p.stdout for e in ESCAPES):
+            fail(f"hostile VM names, --json: {names!r} (want {want!r}), raw {p.stdout!r}")
+        else:
+            print("ok: hostile VM names, --json: escaped, names intact")
+
+
+def test_passwords():
+    with tempfile.TemporaryDirectory() as d:
+        # bmc_password in a fleet.ini that group or others can read: refused
+        for mode in (0o644, 0o640, 0o604):
+            path = exec_ini(d, "bmc_password = p;w", mode=mode)
+            for verb, *more in (["check"], ["plan", "--sample", "0"], ["run", "--once"]):
+                refused(f"bmc_password, fleet.ini mode {mode:04o}, {verb}",
+                        watt(verb, "--config", path, *more),
+                        [f"fleet.ini {path} holds bmc_password (line 15)",
+                         f"readable by group/others (mode {mode:04o})", "chmod 600",
+                         "bmc_password_file"])
+        # ... and accepted at 0600
+        for mode in (0o600, 0o400):
+            path = exec_ini(d, "bmc_password = p;w", mode=mode)
+            p = watt("check", "--config", path)
+            if p.returncode != 0 or "BMC passwords: 1 in" not in p.stdout:
+                fail(f"bmc_password, fleet.ini mode {mode:04o}: exit {p.returncode} "
+                     f"{p.stderr.strip()[:200]} {p.stdout[:200]!r}")
+        # no password: the mode is the owner's business
+        path = exec_ini(d, "", mode=0o644)
+        ok("no password, fleet.ini mode 0644", watt("check", "--config", path))
+
+        # bmc_password_file: its first line, from fleet.ini's folder; fleet.ini 0644 is fine
+        os.makedirs(os.path.join(d, "pw"))
+        pw = secret(os.path.join(d, "pw", "a"), "p;w# 1 \r\nsecond line\n")
+        path = exec_ini(d, "bmc_password_file = pw/a   ; relative", mode=0o644)
+        p = ok("bmc_password_file", watt("check", "--config", path))
+        if p and "BMC password of a: from pw/a" not in p.stdout:
+            fail(f"fleet check names the password file: {p.stdout!r}")
+        p = ok("bmc_password_file, the password reaches the power command",
+               watt("host", "--config", path, "a", "status"))
+        if p and "a: power on" not in p.stdout:
+            fail(f"bmc_password_file: the first line (without \\r\\n) is the password: "
+                 f"{p.stdout!r}")
+        # from another folder: still relative to fleet.ini's
+        ok("bmc_password_file, from another folder",
+           watt("host", "--config", path, "a", "status", cwd="/"))
+        for mode in (0o640, 0o604, 0o644):
+            os.chmod(pw, mode)
+            refused(f"bmc_password_file mode {mode:04o}", watt("check", "--config", path),
+                    [f"{path} line 15", f"bmc_password_file {d}/pw/a",
+                     f"readable by group/others (mode {mode:04o})", "chmod 600"])
+        os.chmod(pw, 0o600)
+        bad = [("missing", "bmc_password_file = pw/none", ["line 15", "pw/none", "No such file"]),
+               ("a folder", "bmc_password_file = pw", ["line 15", "pw", "not a regular file"]),
+               ("both", "bmc_password_file = pw/a\nbmc_password = x",
+                ["line 16", "password already (line 15)"]),
+               ("empty path", "bmc_password_file =", ["line 15", "bmc_password_file is empty"])]
+        for what, text, want in bad:
+            refused(f"bmc_password_file: {what}",
+                    watt("check", "--config", exec_ini(d, text)), want)
+        empty = secret(os.path.join(d, "pw", "empty"), "\nsecond\n")
+        refused("bmc_password_file: empty first line",
+                watt("check", "--config", exec_ini(d, f"bmc_password_file = {empty}")),
+                ["line 15", empty, "first line is empty"])
+        big = secret(os.path.join(d, "pw", "big"), "x" * 5000)
+        refused("bmc_password_file: 5000 bytes",
+                watt("check", "--config", exec_ini(d, f"bmc_password_file = {big}")),
+                ["line 15", big, "larger than 4096 bytes"])
 
 
 def planetlab(folder, files):
@@ -362,6 +525,8 @@ def main():
         test_synthetic()
         test_help()
         test_bad_input(tmp)
+        test_passwords()
+        test_hostile_names()
     if failures:
         print(f"FAIL: {len(failures)} failures")
         return 1

@@ -550,6 +550,87 @@ def test_bad_input():
         check_cgroups("exited", doc)
 
 
+def rewrite_bytes(root, rel, fn):
+    """rewrite() for bytes that are not UTF-8."""
+    for r in (rel, "later/" + rel):
+        p = os.path.join(root, r)
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                data = f.read()
+            os.chmod(p, 0o644)
+            with open(p, "wb") as f:
+                f.write(fn(data))
+
+
+def test_hostile_names():
+    """Names from outside with terminal escapes (an OSC that retitles the
+    terminal, a CSI that clears it, BEL, the C1 CSI byte 0x9b, DEL) in a
+    comm, a command line, a cgroup path, an IRQ name and a USB product
+    string: no such byte reaches the terminal in any text output, and the
+    JSON is valid UTF-8 with the names escaped."""
+    name = "intel-2s"
+    root = copy_fixture(name, "hostile")
+    fx = fixture_procs(root)
+    pid = find_pid(fx, "nginx", "worker process")
+
+    def stat(data):
+        head, _, tail = data.partition(b" (")
+        return head + b" (\x1b]0;pwned\x07" + tail[tail.rindex(b")"):]
+
+    rewrite_bytes(root, f"proc/{pid}/stat", stat)
+    rewrite_bytes(root, f"proc/{pid}/cmdline",
+                  lambda d: b"ng\x1b[2Jinx\0-g\x9b\x7f\0")
+    rewrite_bytes(root, f"proc/{pid}/cgroup",
+                  lambda d: b"0::/system.slice/ev\x1b[2Jil\x07.service\n")
+    rewrite_bytes(root, "proc/interrupts",
+                  lambda d: d.replace(b"eno1-TxRx-5", b"eno1\x1b]0;irq\x07-5"))
+    rewrite_bytes(root, "sys/devices/system/cpu/cpuidle/current_driver",
+                  lambda d: b"intel\x9bidle\n")
+    cpu = os.path.join(root, "sys/devices/system/cpu")
+    for c in os.listdir(cpu):
+        if re.fullmatch(r"cpu\d+", c) and os.path.exists(f"{cpu}/{c}/cpuidle/state1/name"):
+            rewrite_bytes(root, f"sys/devices/system/cpu/{c}/cpuidle/state1/name",
+                          lambda d: b"C\x1b[2J1\n")
+    rewrite_bytes(root, "sys/devices/pci0000:00/0000:00:14.0/usb1/1-1/product",
+                  lambda d: b"Dell\x1b[2J\x9bKB216\n")
+    escapes = (b"\x1b", b"\x9b", b"\x07", b"\x7f")
+
+    def run(*args):
+        return subprocess.run([WATT, *args, "--root", root, "--interval", "1"],
+                              capture_output=True, env=ENV, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    for args, shown in ((["top", "--once"], [b"ng?[2Jinx -g??",
+                                             b"/system.slice/ev?[2Jil?.service"]),
+                        (["top", "--once", "--limit", "3", "--sort", "cpu"], []),
+                        (["report"], [b"eno1?]0;irq?-5", b"intel?idle", b"state1 C?[2J1 "]),
+                        (["report", "--per-cpu"], [b"C?[2J1 %"])):
+        p = run(*args)
+        what = f"hostile names: watt {' '.join(args)}"
+        bad = [e for e in escapes if e in p.stdout + p.stderr]
+        check(p.returncode == 0 and not bad,
+              f"{what}: exit 0 ({p.returncode}), no control byte on stdout/stderr ({bad})")
+        miss = [x for x in shown if x not in p.stdout]
+        check(not miss, f"{what}: the names shown with '?' for each control (missing {miss})")
+    for args in (["top", "--once", "--json"], ["report", "--json"]):
+        p = run(*args)
+        try:
+            doc = json.loads(p.stdout.decode("utf-8"))
+        except ValueError as e:
+            doc = None
+            err = e
+        bad = [e for e in escapes if e in p.stdout]
+        check(doc is not None and not bad,
+              f"hostile names: watt {' '.join(args)}: valid UTF-8 JSON, controls escaped "
+              f"({bad or (doc is None and err)})")
+        if doc and args[0] == "top":
+            row = next((r for r in doc["processes"] if r["pid"] == pid), None)
+            check(row is not None and "]0;pwned" in row["comm"] and
+                  "[2Jinx -g" in row["cmdline"],
+                  f"hostile names: top --json has the names, escaped "
+                  f"({row and (row['comm'], row['cmdline'])!r})")
+
+
 def base_row(doc, pid):
     return next((r for r in doc["processes"] if r["pid"] == pid), {"cpu_pct": "absent"})
 
@@ -590,6 +671,7 @@ def main():
         test_usage()
         test_bad_input()
         test_report()
+        test_hostile_names()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return summary()

@@ -31,8 +31,10 @@ keys() { tm send-keys -t top "$@"; }
 # terminal modes it left behind, then stays (so the pane can be read).
 # The inner sh execs the binary: its pid is the one in $tmp/pid.
 start() {
-    rm -f "$tmp/rc" "$tmp/stty" "$tmp/pid"
+    rm -f "$tmp/rc" "$tmp/stty" "$tmp/pid" "$tmp/go"
     {
+        # wait until every byte the program writes is recorded (pipe-pane)
+        echo "while [ ! -e $tmp/go ]; do sleep 0.05; done"
         echo "export TERM=screen-256color"
         infocmp screen-256color >/dev/null 2>&1 || echo "export TERM=screen"
         printf 'sh -c %q sh' 'echo $$ >'"$tmp/pid"'; exec "$@"'
@@ -44,6 +46,9 @@ start() {
     tm kill-server 2>/dev/null
     runs=$((runs + 1))
     tm new-session -d -x 120 -y 40 -s top "bash $tmp/run.sh" || die "tmux new-session"
+    : >"$tmp/raw.$runs"
+    tm pipe-pane -t top -o "cat >>$tmp/raw.$runs" || die "tmux pipe-pane"
+    touch "$tmp/go"
 }
 # wait_exit: the status the program exited with
 wait_exit() {
@@ -134,6 +139,16 @@ keys q
 rc=$(wait_exit)
 [ "$rc" = 0 ] || { echo "FAIL: q: exit status $rc"; cat "$tmp/stderr"; fail=1; }
 check_tty_restored q
+# Every row has been drawn (Home, End): the raw bytes written to the
+# terminal hold none of the names' own controls (the fake collector's
+# "evil\e[31mred\nsecond line\t\x7f", a bidi override, invalid UTF-8).
+for bad in $'evil\e' 'evil^[' $'\xe2\x80\xae' $'\xff\xfe' $'\x7f' $'line\tsecond'; do
+    LC_ALL=C grep -qaF -- "$bad" "$tmp/raw.$runs" &&
+        { echo "FAIL: the raw terminal output holds a name's bytes$(printf %s "$bad" | od -An -tx1)"; fail=1; }
+done
+LC_ALL=C grep -qa 'evil?\[31mred' "$tmp/raw.$runs" ||
+    { echo "FAIL: the raw terminal output lacks 'evil?[31mred'"; fail=1; }
+
 echo "after q: $(cat "$tmp/stderr")"
 
 # 3. SIGTERM: a clean exit, the terminal restored -----------------------

@@ -34,7 +34,8 @@ API
         lab.hosts            -> [Host]: name, uri, migrate_uri ("tcp://127.0.0.1"),
                                 bmc ("127.0.0.1:PORT"), bmc_user, bmc_password, dir
         lab.host(name)       -> Host
-        lab.fleet_ini_hosts(type_name="lab") -> the [host NAME] sections, text
+        lab.fleet_ini_hosts(type_name="lab") -> the [host NAME] sections, text (with bmc_password:
+                                write it mode 0600, or watt refuses it)
         lab.define_vm(name, host, start=True)   persistent domain on host
         lab.set_load(vm, "idle"|"busy"|"dirty"); lab.set_busy(vm, bool)
         lab.where()          -> {vm: [hosts where it is active]}: libvirt's view over

@@ -61,6 +61,14 @@ def fleet_ini(lab, state_dir, extra="", hosts_text=None, vms=VMS, policy=None):
             + TYPE + (hosts_text if hosts_text is not None else lab.fleet_ini_hosts("lab")))
 
 
+def write_ini(path, text):
+    """A fleet.ini that holds BMC passwords: mode 0600, or watt refuses it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 class Controller:
     """watt fleet run --json in the background; its ticks as they come."""
 
@@ -297,8 +305,7 @@ def phase_bmc_mute(lab, ctl, watch):
 def bad_input(lab, tmp, state_dir):
     def plan(text, name):
         path = os.path.join(tmp, name)
-        with open(path, "w") as f:
-            f.write(text)
+        write_ini(path, text)
         return subprocess.run([WATT, "fleet", "plan", "--config", path, "--sample", "0"],
                               capture_output=True, text=True, timeout=120)
 
@@ -314,8 +321,7 @@ def bad_input(lab, tmp, state_dir):
     # wrong BMC credentials
     wrong = re.sub(r"bmc_password = \S+", "bmc_password = wrong", hosts)
     path = os.path.join(tmp, "creds.ini")
-    with open(path, "w") as f:
-        f.write(fleet_ini(lab, state_dir, hosts_text=wrong))
+    write_ini(path, fleet_ini(lab, state_dir, hosts_text=wrong))
     p = subprocess.run([WATT, "fleet", "host", "--config", path, "h1", "status"],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == 1 and "h1" in p.stderr and re.search(r"credential|password", p.stderr),
@@ -325,8 +331,7 @@ def bad_input(lab, tmp, state_dir):
           f"wrong BMC credentials: the plan switches nothing off ({p.stdout[-300:]})")
     # the manual controls: one host's domains and its BMC
     path = os.path.join(tmp, "plain.ini")
-    with open(path, "w") as f:
-        f.write(fleet_ini(lab, state_dir))
+    write_ini(path, fleet_ini(lab, state_dir))
     p = subprocess.run([WATT, "fleet", "host", "--config", path, "h1", "list"],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == 0 and re.search(r"^vm1 +running", p.stdout, re.M) and "vm2" in p.stdout,
@@ -368,8 +373,7 @@ def main():
         for vm, h in zip(VMS, ["h1", "h1", "h2", "h3"]):
             lab.define_vm(vm, h)
         print(f"     lab up in {time.monotonic() - t0:.1f} s")
-        with open(config, "w") as f:
-            f.write(fleet_ini(lab, state_dir))
+        write_ini(config, fleet_ini(lab, state_dir))
         before = lab.where()
         p = subprocess.run([WATT, "fleet", "plan", "--config", config, "--sample", "2"],
                            capture_output=True, text=True, timeout=120)

@@ -21,8 +21,10 @@ static void check_site(const struct site *s)
         FUZZ_CHECK(h->name[0] && memchr(h->name, '\0', sizeof(h->name)));
         FUZZ_CHECK(h->type < s->types.n_types);
         FUZZ_CHECK(s->vm_engine != SITE_VMS_LIBVIRT || h->uri);
+        /* a bmc_password_file is read by site_load(), not by the parser */
         FUZZ_CHECK(s->power_engine != SITE_POWER_IPMI ||
-                   (h->bmc && h->bmc_user && h->bmc_password));
+                   (h->bmc && h->bmc_user && (h->bmc_password || h->bmc_password_file)));
+        FUZZ_CHECK(!h->bmc_password || !h->bmc_password_file);
         FUZZ_CHECK(site_host_find(s, h->name) == (ssize_t)i);
     }
     const struct site_limits *l = &s->limits;

@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/parse.h"
 #include "base/table.h"
+#include "base/text.h"
 #include "base/util.h"
 
 static void check_cpulist(const char *in, const char *canon, unsigned count)
@@ -136,12 +137,73 @@ static void test_table(void **state)
     table_free(&t);
 }
 
+/* Names from outside: every control, C1 and invalid byte escaped, the
+ * document still valid UTF-8 and its text the name's. */
+static void test_json_hostile(void **state)
+{
+    struct json j;
+    json_init(&j, false);
+    json_string(&j, "\x1b]0;x\x07|\xc2\x9b|\x9b|\x7f|\xe2\x80\xa8|\xc3\xa9|\xe6\x97\xa5|\xc0\xaf");
+    assert_string_equal(strbuf_str(&j.out), "\"\\u001b]0;x\\u0007|\\u009b|\\ufffd|\\u007f|\\u2028|"
+                                            "\xc3\xa9|\xe6\x97\xa5|\\ufffd\\ufffd\"");
+    json_free(&j);
+}
+
+static void test_text(void **state)
+{
+    _cleanup_free_ char *a = text_dup("a\tb\nc\r\x1b[2J\x07\x7f\x9b\xc2\x9b\xe2\x80\xaeZ");
+    assert_string_equal(a, "a b c ?[2J?????Z");
+    _cleanup_free_ char *dash = text_dup(NULL);
+    assert_string_equal(dash, "-");
+    struct strbuf b = {0};
+    const char *out = "l1\n\tl2 \x1b]0;pwned\x07\nGr\xc3\xbc\xc3\x9f\n";
+    text_append(&b, out, strlen(out), true);
+    assert_string_equal(strbuf_str(&b), "l1\n\tl2 ?]0;pwned?\nGr\xc3\xbc\xc3\x9f\n");
+    strbuf_free(&b);
+    _cleanup_free_ char *p = text_pad("\xe6\x97\xa5x\x1b", 6);
+    assert_string_equal(p, "\xe6\x97\xa5x?  ");
+    assert_int_equal(text_width(p), 6);
+    assert_int_equal(text_fit("\xe6\x97\xa5\xe6\x9c\xac", 3), 3); /* never half a wide char */
+}
+
+/* Escaped names keep their columns: widths in display columns, the clip
+ * never cuts a character. */
+static void test_table_hostile(void **state)
+{
+    struct table t;
+    table_init(&t, "name", ">W", NULL);
+    table_add(&t, "a\x1b[2J", "1");
+    table_add(&t,
+              "Gr\xc3\xbc\xc3\x9f"
+              "e",
+              "2");
+    table_add(&t, "\xe6\x97\xa5\xe6\x9c\xac", "3");
+    table_add(&t, "\x9b\xff", "4");
+    table_add(&t, "x\xc2\x9by\n", "5");
+    struct strbuf out = {0};
+    table_render(&t, &out, 100);
+    assert_string_equal(strbuf_str(&out), "  name   W\n"
+                                          "  a?[2J  1\n"
+                                          "  Gr\xc3\xbc\xc3\x9f"
+                                          "e  2\n"
+                                          "  \xe6\x97\xa5\xe6\x9c\xac   3\n"
+                                          "  ??     4\n"
+                                          "  x?y    5\n");
+    strbuf_reset(&out);
+    table_render(&t, &out, 6);
+    assert_string_equal(strbuf_str(&out),
+                        "  nam>\n  a?[>\n  Gr\xc3\xbc>\n  \xe6\x97\xa5>\n  ?? >\n  x?y>\n");
+    strbuf_free(&out);
+    table_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpulist),       cmocka_unit_test(test_cpuset_iterate),
         cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_table),         cmocka_unit_test(test_json_hostile),
+        cmocka_unit_test(test_text),          cmocka_unit_test(test_table_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,62 +161,62 @@ static void assert_clean(const char *s)
 static void test_printable(void **state)
 {
     char b[64];
-    assert_int_equal(top_printable(b, sizeof(b), "plain", 5, 20, true), 5);
+    assert_int_equal(text_printable(b, sizeof(b), "plain", 5, 20, true), 5);
     assert_string_equal(b, "plain");
-    top_printable(b, sizeof(b), "a\x1b[31mb\nc\td\x7f", 12, 20, true);
+    text_printable(b, sizeof(b), "a\x1b[31mb\nc\td\x7f", 12, 20, true);
     assert_string_equal(b, "a?[31mb c d?");
     /* invalid UTF-8: one '?' per bad byte, then the valid rest */
-    top_printable(b, sizeof(b), "x\xff\xc3(y\xc3\xa9", 7, 20, true);
+    text_printable(b, sizeof(b), "x\xff\xc3(y\xc3\xa9", 7, 20, true);
     assert_string_equal(b, "x?"
                            "?(y\xc3\xa9");
     /* an overlong '/' and a surrogate are invalid too */
-    top_printable(b, sizeof(b), "\xc0\xaf\xed\xa0\x80", 5, 20, true);
+    text_printable(b, sizeof(b), "\xc0\xaf\xed\xa0\x80", 5, 20, true);
     assert_string_equal(b, "?????");
     /* UTF-8 kept; in ASCII one '?' per character */
-    assert_int_equal(top_printable(b, sizeof(b), "Grüße", strlen("Grüße"), 20, true), 5);
+    assert_int_equal(text_printable(b, sizeof(b), "Grüße", strlen("Grüße"), 20, true), 5);
     assert_string_equal(b, "Grüße");
-    assert_int_equal(top_printable(b, sizeof(b), "Grüße", strlen("Grüße"), 20, false), 5);
+    assert_int_equal(text_printable(b, sizeof(b), "Grüße", strlen("Grüße"), 20, false), 5);
     assert_string_equal(b, "Gr??e");
     /* a bidi override or C1 control would rearrange what follows */
-    top_printable(b, sizeof(b),
-                  "a\xe2\x80\xae"
-                  "b\xc2\x9b"
-                  "c",
-                  8, 20, true);
+    text_printable(b, sizeof(b),
+                   "a\xe2\x80\xae"
+                   "b\xc2\x9b"
+                   "c",
+                   8, 20, true);
     assert_string_equal(b, "a?b?c");
     /* wide characters count two columns */
-    assert_int_equal(top_printable(b, sizeof(b), "日本語", strlen("日本語"), 20, true), 6);
-    assert_int_equal(top_text_width("日本語x"), 7);
-    assert_int_equal(top_text_width("e\xcc\x81"), 1); /* e + combining acute */
+    assert_int_equal(text_printable(b, sizeof(b), "日本語", strlen("日本語"), 20, true), 6);
+    assert_int_equal(text_width("日本語x"), 7);
+    assert_int_equal(text_width("e\xcc\x81"), 1); /* e + combining acute */
 }
 
 static void test_printable_cut(void **state)
 {
     char b[64];
     /* cut to 6 columns: 5 of text and the mark */
-    assert_int_equal(top_printable(b, sizeof(b), "abcdefghij", 10, 6, true), 6);
+    assert_int_equal(text_printable(b, sizeof(b), "abcdefghij", 10, 6, true), 6);
     assert_string_equal(b, "abcde\u2026");
-    assert_int_equal(top_printable(b, sizeof(b), "abcdefghij", 10, 6, false), 6);
+    assert_int_equal(text_printable(b, sizeof(b), "abcdefghij", 10, 6, false), 6);
     assert_string_equal(b, "abcde>");
     /* exactly fitting text is not cut */
-    assert_int_equal(top_printable(b, sizeof(b), "abcdef", 6, 6, true), 6);
+    assert_int_equal(text_printable(b, sizeof(b), "abcdef", 6, 6, true), 6);
     assert_string_equal(b, "abcdef");
     /* a wide character never straddles the cut */
-    assert_int_equal(top_printable(b, sizeof(b), "日本語", strlen("日本語"), 5, true), 5);
+    assert_int_equal(text_printable(b, sizeof(b), "日本語", strlen("日本語"), 5, true), 5);
     assert_string_equal(b, "日本\u2026");
-    assert_int_equal(top_printable(b, sizeof(b), "日本語", strlen("日本語"), 4, true), 3);
+    assert_int_equal(text_printable(b, sizeof(b), "日本語", strlen("日本語"), 4, true), 3);
     assert_string_equal(b, "日\u2026");
     /* a small buffer: never a partial UTF-8 sequence */
     char s[6];
-    top_printable(s, sizeof(s), "ééééé", strlen("ééééé"), 80, true);
+    text_printable(s, sizeof(s), "ééééé", strlen("ééééé"), 80, true);
     assert_clean(s);
     assert_true(strlen(s) < sizeof(s));
-    top_printable(s, sizeof(s), "abcdefgh", 8, 80, false);
+    text_printable(s, sizeof(s), "abcdefgh", 8, 80, false);
     assert_string_equal(s, "abcd>");
     /* LEN bounds the source: no NUL needed */
-    assert_int_equal(top_printable(b, sizeof(b), "abcdef", 3, 80, true), 3);
+    assert_int_equal(text_printable(b, sizeof(b), "abcdef", 3, 80, true), 3);
     assert_string_equal(b, "abc");
-    assert_int_equal(top_printable(b, sizeof(b), NULL, 4, 80, true), 0);
+    assert_int_equal(text_printable(b, sizeof(b), NULL, 4, 80, true), 0);
     assert_string_equal(b, "");
 }
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "fleet/exec/control.h"
 
@@ -70,6 +71,8 @@ static void memory_notes(struct controller *c, struct ctl_plan *p)
     }
 }
 
+/* VM names come from the hypervisor or a list command, errors quote what
+ * commands said: every line goes out printable (base/text.h). */
 static void report_text(const struct controller *c, const struct ctl_plan *p, bool executed,
                         FILE *out)
 {
@@ -77,35 +80,35 @@ static void report_text(const struct controller *c, const struct ctl_plan *p, bo
     char when[32];
     time_t t = time(NULL);
     strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
-    fprintf(out, "tick %lu  %s  forecast %.0f MIPS, %.0f MIPS on%s\n", c->ticks, when,
-            p->forecast_mips, p->capacity_on_mips, c->opt.dry_run ? "  (dry run)" : "");
+    text_printf(out, "tick %lu  %s  forecast %.0f MIPS, %.0f MIPS on%s\n", c->ticks, when,
+                p->forecast_mips, p->capacity_on_mips, c->opt.dry_run ? "  (dry run)" : "");
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
         const struct ctl_host *h = &c->hosts[hi];
-        fprintf(out, "  %-12s %-11s", s->hosts[hi].name, ctl_host_state_name(h->state));
+        text_printf(out, "  %-12s %-11s", s->hosts[hi].name, ctl_host_state_name(h->state));
         if (!isnan(h->watts))
-            fprintf(out, " %6.0f W", h->watts);
+            text_printf(out, " %6.0f W", h->watts);
         else
-            fprintf(out, "        ");
+            text_printf(out, "        ");
         for (size_t i = 0; i < c->n_vm; i++)
             if (c->vm[i].host == (int32_t)hi)
-                fprintf(out, " %s(%.0f%%)", c->vm[i].name,
-                        isnan(c->vm[i].util) ? 0.0 : 100 * c->vm[i].util);
+                text_printf(out, " %s(%.0f%%)", c->vm[i].name,
+                            isnan(c->vm[i].util) ? 0.0 : 100 * c->vm[i].util);
         if (h->err[0])
-            fprintf(out, "  [%s]", h->err);
+            text_printf(out, "  [%s]", h->err);
         fputc('\n', out);
     }
     for (size_t i = 0; i < p->n_notes; i++)
-        fprintf(out, "  note: %s\n", p->notes[i]);
+        text_printf(out, "  note: %s\n", p->notes[i]);
     for (size_t i = 0; i < p->n; i++) {
         char what[300];
         describe(c, &p->v[i], what, sizeof(what));
         if (executed)
-            fprintf(out, "  %s: %s\n", what, p->v[i].result);
+            text_printf(out, "  %s: %s\n", what, p->v[i].result);
         else
-            fprintf(out, "  plan: %s (%s)\n", what, p->v[i].why);
+            text_printf(out, "  plan: %s (%s)\n", what, p->v[i].why);
     }
     if (p->n == 0)
-        fprintf(out, "  nothing to do\n");
+        text_printf(out, "  nothing to do\n");
     fflush(out);
 }
 
