@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "tune/profile.h"
@@ -202,6 +203,7 @@ int verb_ctl(int argc, char **argv)
     }
     buf[got] = '\0';
     bool error = got == 0 || strncmp(buf, "error:", 6) == 0;
-    fputs(got ? buf : "error: the agent closed the connection\n", error ? stderr : stdout);
+    /* the answer names a profile, a path: shown printable, whoever wrote it */
+    text_fputs(got ? buf : "error: the agent closed the connection\n", error ? stderr : stdout);
     return error ? 1 : 0;
 }

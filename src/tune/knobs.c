@@ -117,7 +117,8 @@ static int fail(struct knob_ctx *c, char *msg)
 static bool writable(struct knob_ctx *c, enum host_dir d, const char *path, const char *knob,
                      const char *origin)
 {
-    int fd = host_open_fd(c->h, d, path, O_WRONLY | O_NOCTTY);
+    /* O_NONBLOCK: a FIFO in a recorded tree must not hang a dry run */
+    int fd = host_open_fd(c->h, d, path, O_WRONLY | O_NOCTTY | O_NONBLOCK);
     if (fd >= 0) {
         close(fd);
         return true;
