@@ -22,6 +22,7 @@
 #include "fuzz.h"
 #include "host/host.h"
 #include "tune/journal.h"
+#include "tune/knob.h"
 
 static char root_path[4096];
 static struct host *host;
@@ -140,6 +141,14 @@ static void check_line(const char *line, size_t len)
     }
     FUZZ_CHECK(safe_path(e.path));
     FUZZ_CHECK(e.dir == HOST_SYS || e.dir == HOST_PROC || e.dir == HOST_DEV);
+    /* what the knob table lets a restore write: no "..", no "." or empty
+     * component, printable names only, never under dev/ */
+    if (!journal_entry_refusal(&e)) {
+        FUZZ_CHECK(e.dir != HOST_DEV && !strstr(e.path, "/./") && strncmp(e.path, "./", 2) != 0);
+        for (const char *c = e.path; *c; c++)
+            FUZZ_CHECK(*c > 0x20 && *c < 0x7f);
+        FUZZ_CHECK(knob_value_ok(knob_find(e.dir, e.path), e.old_value));
+    }
     char *l2 = reformat(&e);
     FUZZ_CHECK(journal_parse_line(l2, strlen(l2), &again, &why) == 0);
     FUZZ_CHECK(again.seq == e.seq && again.tx == e.tx && again.time_ns == e.time_ns &&
