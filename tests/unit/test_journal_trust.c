@@ -18,46 +18,14 @@
 
 #include "base/util.h"
 #include "host/host.h"
+#include "journal_tree.h"
 #include "tree.h"
 #include "tune/journal.h"
 #include "tune/knob.h"
 
-#define GOV    "devices/system/cpu/cpufreq/policy0/scaling_governor"
-#define WB     "sys/vm/dirty_writeback_centisecs"
-#define JRNL   "var/lib/watt/journal"
 #define BOOT   "proc/sys/kernel/random/boot_id"
 #define BOOT_A "0f3b2a1c-1111-4222-8333-944455556666"
 #define BOOT_B "7d6c5b4a-aaaa-4bbb-8ccc-dddd0000eeee"
-
-static char *make_root(void)
-{
-    char *root = tree_new();
-    tree_write(root, "sys/" GOV, "powersave\n");
-    tree_write(root, "proc/" WB, "500\n");
-    return root;
-}
-
-static char *slurp(const char *root, const char *rel)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", root, rel);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *buf = calloc(1, 1 << 16);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static void assert_file(const char *root, const char *rel, const char *want)
-{
-    char *got = slurp(root, rel);
-    assert_non_null(got);
-    assert_string_equal(got, want);
-    free(got);
-}
 
 static bool exists(const char *root, const char *rel)
 {
@@ -85,12 +53,7 @@ static void forge(const char *root, const char *const *bodies, size_t n)
 
 static struct journal *open_journal(struct host *h)
 {
-    struct journal *j = NULL;
-    char *err = NULL;
-    int r = journal_open(h, NULL, "cli", &j, &err);
-    if (r < 0)
-        fail_msg("journal_open: %s", err);
-    return j;
+    return open_journal_as(h, "cli");
 }
 
 static size_t count_lines(const struct journal_restore_report *rep, const char *needle)
