@@ -1,4 +1,6 @@
 """Small helpers shared by the CLI tests written in Python."""
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -11,6 +13,18 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
     if not ok:
         failures.append(what)
+
+
+def copy_fixture(fixtures, name, d):
+    """A private copy of fixture NAME under D (links kept): its path, or
+    None (said) when the fixture is missing."""
+    src = os.path.join(fixtures, name)
+    if not os.path.isdir(src):
+        print(f"FAIL no fixture {src}")
+        return None
+    root = os.path.join(d, "root")
+    shutil.copytree(src, root, symlinks=True)
+    return root
 
 
 def free_port():

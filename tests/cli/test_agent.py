@@ -28,7 +28,7 @@ WATT = os.environ.get("WATT") or (sys.argv[1] if len(sys.argv) > 1 else "build/w
 FIXTURES = os.environ.get("WATT_FIXTURES", "build/tests/fixtures")
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 SAMPLE = re.compile(r"^(" + NAME + r")(\{.*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$")
-from checks import check, free_port, stop, summary  # noqa: E402
+from checks import check, free_port, stop, summary, copy_fixture  # noqa: E402
 
 
 def get(port, path, accept=None, timeout=5):
@@ -595,13 +595,10 @@ def test_config(root):
 
 
 def main():
-    src = os.path.join(FIXTURES, "node_exporter")
-    if not os.path.isdir(src):
-        print(f"FAIL no fixture {src}")
-        return 1
     with tempfile.TemporaryDirectory() as d:
-        root = os.path.join(d, "root")
-        shutil.copytree(src, root, symlinks=True)
+        root = copy_fixture(FIXTURES, "node_exporter", d)
+        if not root:
+            return 1
         port = free_port()
         p = start(root, port)
         try:

@@ -23,7 +23,7 @@ import time
 WATT = os.environ.get("WATT") or "build/watt"
 FIXTURES = os.environ.get("WATT_FIXTURES", "build/tests/fixtures")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import check, free_port, stop, summary  # noqa: E402
+from checks import check, free_port, stop, summary, copy_fixture  # noqa: E402
 
 
 def agent(root, port, sock):
@@ -204,13 +204,10 @@ def test_ctl_closed_peer(d):
 
 
 def main():
-    src = os.path.join(FIXTURES, "node_exporter")
-    if not os.path.isdir(src):
-        print(f"FAIL no fixture {src}")
-        return 1
     with tempfile.TemporaryDirectory() as d:
-        root = os.path.join(d, "root")
-        shutil.copytree(src, root, symlinks=True)
+        root = copy_fixture(FIXTURES, "node_exporter", d)
+        if not root:
+            return 1
         for t in (test_not_a_socket, test_live_agent, test_same_port, test_stale, test_replaced_while_running):
             try:
                 t(root, d)

@@ -16,7 +16,6 @@ import os
 import re
 import resource
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +30,7 @@ N_IDLE, N_DRIP = 1000, 130
 DURATION_S, PERIOD_S = 30.0, 0.5
 SCRAPE_TIMEOUT_S = float(os.environ.get("WATT_FLOOD_SCRAPE_TIMEOUT", "10"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import check, free_port, stop, summary  # noqa: E402
+from checks import check, free_port, stop, summary, copy_fixture  # noqa: E402
 
 
 def raise_nofile(need):
@@ -231,13 +230,10 @@ def main():
     if got < need:
         print(f"skip: RLIMIT_NOFILE is {got}, the attacker needs {need} (not root?)")
         return 77
-    src = os.path.join(FIXTURES, "node_exporter")
-    if not os.path.isdir(src):
-        print(f"FAIL no fixture {src}")
-        return 1
     with tempfile.TemporaryDirectory() as d:
-        root = os.path.join(d, "root")
-        shutil.copytree(src, root, symlinks=True)
+        root = copy_fixture(FIXTURES, "node_exporter", d)
+        if not root:
+            return 1
         test_nofile(root, d)
         port = free_port()
         log = open(os.path.join(d, "agent.log"), "w+")
