@@ -135,8 +135,10 @@ static void check_line(const char *line, size_t len)
         FUZZ_CHECK(r == -EBADMSG && why && *why && e.seq == 77);
         return;
     }
-    if (!e.path) { /* U */
+    if (!e.path) { /* U, or R with what the kernel showed */
         FUZZ_CHECK(!e.old_value && !e.new_value && !e.owner);
+        FUZZ_CHECK(e.kind == 'U' ? !e.shown : e.kind == 'R' && e.shown);
+        journal_entry_clear(&e);
         return;
     }
     FUZZ_CHECK(safe_path(e.path));
