@@ -146,8 +146,14 @@ for bad in $'evil\e' 'evil^[' $'\xe2\x80\xae' $'\xff\xfe' $'\x7f' $'line\tsecond
     LC_ALL=C grep -qaF -- "$bad" "$tmp/raw.$runs" &&
         { echo "FAIL: the raw terminal output holds a name's bytes$(printf %s "$bad" | od -An -tx1)"; fail=1; }
 done
-LC_ALL=C grep -qa 'evil?\[31mred' "$tmp/raw.$runs" ||
-    { echo "FAIL: the raw terminal output lacks 'evil?[31mred'"; fail=1; }
+# the fake collector's name shows, escaped (a live `watt top` has no such
+# process: there only the absence above is checked)
+case "$(basename "$1")" in
+*top_tui_demo*)
+    LC_ALL=C grep -qa 'evil?\[31mred' "$tmp/raw.$runs" ||
+        { echo "FAIL: the raw terminal output lacks 'evil?[31mred'"; fail=1; }
+    ;;
+esac
 
 echo "after q: $(cat "$tmp/stderr")"
 
