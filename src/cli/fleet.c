@@ -22,7 +22,7 @@
 #include "cli/fleet_out.h"
 #include "cli/verbs.h"
 #include "config.h"
-#include "fleet/fleet.h"
+#include "fleet/model/fleet.h"
 
 #define DEFAULT_DAY "planetlab/20110303"
 

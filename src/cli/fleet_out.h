@@ -18,7 +18,7 @@
 
 #include "base/json.h"
 #include "base/strbuf.h"
-#include "fleet/fleet.h"
+#include "fleet/model/fleet.h"
 
 /* One JSON object for run R, written as the next value of J. TRACE_ORIGIN
  * names the trace (folder, file or "synth:seed=1"); NULL writes null.

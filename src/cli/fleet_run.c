@@ -1,5 +1,5 @@
 /* watt fleet run | plan | check | host: the controller that drives a real
- * fleet (src/fleet/exec/), and its manual controls. */
+ * fleet (src/fleet/control/ and src/fleet/engine/), and its manual controls. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -14,8 +14,8 @@
 #include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
-#include "fleet/exec/control.h"
-#include "fleet/exec/site_load.h"
+#include "fleet/control/control.h"
+#include "fleet/control/site_load.h"
 
 static volatile sig_atomic_t stop_signal;
 

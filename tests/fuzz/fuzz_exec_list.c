@@ -1,4 +1,4 @@
-/* Fuzz target: fleet/exec/exec_cmd.h, fx_exec_list_parse() (what the exec
+/* Fuzz target: fleet/engine/exec_cmd.h, fx_exec_list_parse() (what the exec
  * engine's `list` command prints: "NAME STATE CPU_NS MEM_KIB VCPUS" a
  * line).
  *
@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "fleet/exec/exec_cmd.h"
+#include "fleet/engine/exec_cmd.h"
 #include "fuzz.h"
 
 #define WHO "host h1: list command"

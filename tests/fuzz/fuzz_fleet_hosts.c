@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <math.h>
 
-#include "fleet/fleet.h"
+#include "fleet/model/fleet.h"
 #include "fuzz.h"
 
 #define ORIGIN "fuzz.ini"

@@ -1,4 +1,4 @@
-/* Fuzz target: fleet/exec/control.h, the fleet controller's journal
+/* Fuzz target: fleet/control/control.h, the fleet controller's journal
  * (ctl_journal_open() of state_dir/journal, written to a private temporary
  * directory created once per process), and ctl_journal_word() /
  * ctl_journal_unword() on the input as a string.
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fleet/exec/control.h"
+#include "fleet/control/control.h"
 #include "fuzz.h"
 
 static char dir[4096], path[4200];

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <math.h>
 
-#include "fleet/site.h"
+#include "fleet/control/site.h"
 #include "fuzz.h"
 
 #define ORIGIN "fuzz.ini"

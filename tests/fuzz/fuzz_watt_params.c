@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "fleet/fleet.h"
+#include "fleet/model/fleet.h"
 #include "fuzz.h"
 
 static bool in(double v, double lo, double hi, bool lo_open)

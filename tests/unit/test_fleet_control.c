@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "base/util.h"
-#include "fleet/exec/control.h"
+#include "fleet/control/control.h"
 
 #define NH 3
 #define NV 4

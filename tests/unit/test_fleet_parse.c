@@ -16,7 +16,7 @@
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
 
-#include "fleet/fleet.h"
+#include "fleet/model/fleet.h"
 
 /* The source tree: WATT_SRCDIR under meson test, else from this file's path. */
 static const char *srcdir(void)

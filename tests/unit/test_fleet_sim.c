@@ -1,6 +1,6 @@
 /* The fleet simulator on seeded random scenarios built in memory, with its
  * invariant checks on (opt.check), and the statistics behind the overload
- * detectors (src/fleet/stats.h) against hand-computed values. */
+ * detectors (src/fleet/model/stats.h) against hand-computed values. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -14,8 +14,8 @@
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
 
-#include "fleet/fleet.h"
-#include "fleet/stats.h"
+#include "fleet/model/fleet.h"
+#include "fleet/model/stats.h"
 
 #define N_SCENARIOS 6
 

@@ -1,4 +1,4 @@
-/* The exec engine (src/fleet/exec/exec_cmd.c): command templates run by
+/* The exec engine (src/fleet/engine/exec_cmd.c): command templates run by
  * /bin/sh on a hand-filled site, with sh, printf and sleep standing in for
  * the operator's scripts. */
 #include <dirent.h>
@@ -22,8 +22,8 @@
 #include <cmocka.h>
 
 #include "base/util.h"
-#include "fleet/exec/exec.h"
-#include "fleet/exec/exec_cmd.h"
+#include "fleet/engine/exec.h"
+#include "fleet/engine/exec_cmd.h"
 
 static char tmpdir[] = "/tmp/test_fx_exec.XXXXXX";
 

@@ -1,0 +1,173 @@
+/* The fleet controller: observe, forecast and plan with the simulator's
+ * watt policy, execute within limits, verify, journal. One tick at a time
+ * (control_tick); `watt fleet run` loops over it, `watt fleet plan` runs
+ * one tick that executes nothing.
+ *
+ * Files: control.c (state, observation, host states), control_plan.c
+ * (the policy on a snapshot of the real fleet), control_act.c (actions,
+ * safety checks, verification), control_journal.c (the journal). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fleet/engine/exec.h"
+#include "fleet/control/site.h"
+
+/* What the controller believes of a host. */
+enum ctl_host_state {
+    CTL_ON,          /* BMC on (or none) and the hypervisor answers: usable */
+    CTL_OFF,         /* the BMC says off */
+    CTL_BOOTING,     /* switched on by us, the hypervisor does not answer yet */
+    CTL_STOPPING,    /* soft off sent, the BMC still says on */
+    CTL_UNREACHABLE, /* the BMC says on, the hypervisor does not answer: it
+                      * may run VMs; never used, never switched off */
+    CTL_UNKNOWN,     /* the BMC does not answer and neither does the hypervisor:
+                      * never assumed off */
+};
+const char *ctl_host_state_name(enum ctl_host_state s);
+
+struct ctl_host {
+    enum ctl_host_state state;
+    enum fx_power_state bmc; /* last BMC answer */
+    bool bmc_ok;             /* the BMC answered this tick */
+    bool hv_ok;              /* the hypervisor answered this tick */
+    unsigned bmc_failures;   /* in a row: the BMC is asked again after a backoff */
+    unsigned empty_ticks;    /* ticks in a row on with no domain running */
+    double bmc_next_s;       /* do not ask the BMC before this (backoff) */
+    double since_s;          /* in this state since */
+    double watts;            /* DCMI reading, NAN: none */
+    struct fx_list doms;     /* this tick's domains (hv_ok) */
+    uint64_t mem_kib;        /* the hypervisor's memory (0: unknown) */
+    char err[640];           /* the last error, "" none */
+};
+
+struct ctl_vm {
+    char name[FLEET_NAME_MAX * 2];
+    int32_t host;    /* where it is active now, -1: not seen */
+    int32_t seen_on; /* last host it was seen on, -1: never */
+    unsigned copies; /* hosts where it is active this tick (> 1: a split brain) */
+    double util;     /* CPU, share of its vCPUs 0..1, this tick; NAN: no sample yet */
+    uint64_t prev_cpu_ns, prev_t_ns;
+    int32_t prev_host;
+    unsigned vcpus;
+    double mem_mb;
+    double hist[30]; /* utilisation history, most recent first */
+    unsigned hist_n;
+    unsigned migrations_day; /* begun in the last 24 h (journal) */
+    double no_move_until_s;  /* after a failed migration: left alone for two ticks */
+    bool managed;
+};
+
+enum ctl_action_kind { CTL_MIGRATE, CTL_POWER_ON, CTL_POWER_OFF };
+
+struct ctl_action {
+    enum ctl_action_kind kind;
+    int32_t vm; /* CTL_MIGRATE */
+    int32_t src, dst;
+    int32_t host; /* power actions */
+    char why[160];
+    /* after execution */
+    int rc;
+    char result[900];
+};
+
+struct ctl_plan {
+    struct ctl_action *v;
+    size_t n, cap;
+    char notes[8][256]; /* why something was not done ("min_hosts_on holds h1 on") */
+    size_t n_notes;
+    double forecast_mips, capacity_on_mips;
+    double observe_s, plan_s, execute_s; /* what the tick took, wall */
+};
+
+struct controller;
+
+struct ctl_options {
+    bool dry_run; /* plan and print, execute nothing, write no journal */
+};
+
+/* Open: engines, the journal (recovering what a crash left open) and the
+ * lock in site->state_dir (not for a dry run). */
+int controller_open(const struct site *site, const struct ctl_options *opt, struct controller **ret,
+                    struct fleet_error *err);
+/* The same with the engines given (tests: an engine of their own); the
+ * controller owns them from here on, also on failure. */
+int controller_open_engines(const struct site *site, const struct ctl_options *opt,
+                            struct fx_vms *vms, struct fx_power *power, struct controller **ret,
+                            struct fleet_error *err);
+void controller_close(struct controller *c);
+
+/* One tick: observe, plan, and (unless dry run) execute and verify.
+ * NOW_S: seconds on a monotonic clock. Writes the tick's report to OUT
+ * (text, or one JSON object a line with JSON). Returns 0, or a negative
+ * errno when the tick could not even observe (the loop goes on). */
+int controller_tick(struct controller *c, double now_s, FILE *out, bool json);
+
+/* Observe only (no plan, no action, no report): the first CPU sample of
+ * every VM, so that a tick SAMPLE seconds later has rates (watt fleet plan). */
+void controller_prime(struct controller *c, double now_s);
+
+/* Prometheus text exposition of the controller's state and counters. */
+void controller_metrics(const struct controller *c, FILE *f);
+
+/* ---- internal, shared by the control_*.c files ---------------------- */
+
+struct ctl_journal;
+
+struct controller {
+    const struct site *site;
+    struct ctl_options opt;
+    struct fx_vms *vms;
+    struct fx_power *power;
+    struct ctl_host *hosts;
+    struct ctl_vm *vm;
+    size_t n_vm, cap_vm;
+    int32_t *vm_index; /* control.c: VMs by name (hash of indices, -1 empty) */
+    size_t vm_index_cap;
+    struct ctl_journal *journal;
+    int lock_fd;
+    double now_s, start_s;
+    unsigned long ticks;
+    /* counters for the metrics */
+    unsigned long migrations_ok, migrations_failed, power_ons, power_offs, power_failed;
+    unsigned long safety_refusals, vms_missing;
+    char last_error[512];
+};
+
+/* control.c */
+void ctl_observe(struct controller *c);
+int32_t ctl_vm_index(struct controller *c, const char *name, bool add);
+
+/* control_plan.c */
+/* The watt policy tunables of fleet.ini's policy = "pack=0.8,...". */
+void ctl_policy_params(const struct controller *c, struct fleet_watt_params *ret);
+int ctl_plan_make(struct controller *c, struct ctl_plan *ret);
+void ctl_plan_free(struct ctl_plan *p);
+void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Capacity (MIPS at the packing target) of hosts that stay on, and the
+ * forecast demand plus spare they must cover, if host SKIP went off. */
+void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, double *ret_need);
+
+/* control_act.c */
+void ctl_execute(struct controller *c, struct ctl_plan *p);
+
+/* control_journal.c: one line per record, fsynced, in state_dir/journal. */
+/* READ_ONLY: a dry run's view (no directory made, nothing written). */
+int ctl_journal_open(const char *dir, bool read_only, struct ctl_journal **ret,
+                     struct fleet_error *err);
+void ctl_journal_close(struct ctl_journal *j);
+/* The begun actions no end record closes (a crash between the two). */
+size_t ctl_journal_open_actions(const struct ctl_journal *j, char ***ret_lines);
+/* Append "begin ..." and return its sequence number, or -errno. */
+long ctl_journal_begin(struct ctl_journal *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int ctl_journal_end(struct ctl_journal *j, long seq, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A name as one word of a record ("web 1" -> "web%201"), and back. */
+char *ctl_journal_word(const char *s);
+int ctl_journal_unword(const char *s, char *out, size_t size);
+/* FN(CTX, vm) for every migration begun since SINCE_UNIX_S. */
+void ctl_journal_migrations_since(const struct ctl_journal *j, double since_unix_s,
+                                  void (*fn)(void *ctx, const char *vm), void *ctx);

@@ -1,0 +1,239 @@
+/* Acting on a plan: migrations in parallel (within the limits), each
+ * journalled before it starts and verified after it ends; hosts switched
+ * on; hosts switched off only after the safety checks pass again, on
+ * facts read at that moment:
+ *   - the host runs no domain (listed afresh, not taken from the tick);
+ *   - its BMC answered this tick (a host whose state is unknown is never
+ *     switched off, nor assumed off);
+ *   - it is not the last host on (nor below min_hosts_on);
+ *   - the hosts that stay on cover the forecast plus the spare. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "fleet/control/control.h"
+
+struct mig_job {
+    struct controller *c;
+    struct ctl_action *a;
+};
+
+/* Where VM runs now, after a migration: "h2", or why it is not known. */
+static int32_t locate(struct controller *c, const char *vm, int32_t src, int32_t dst,
+                      unsigned *ret_copies, bool *ret_known)
+{
+    int32_t at = -1;
+    unsigned copies = 0;
+    bool known = true;
+    int32_t hs[2] = {src, dst};
+    for (size_t i = 0; i < 2; i++) {
+        struct fx_list l = {0};
+        struct fleet_error err = {{0}};
+        if (c->vms->list(c->vms, (size_t)hs[i], &l, &err) < 0) {
+            known = false;
+            continue;
+        }
+        const struct fx_domain *d = fx_list_find(&l, vm);
+        if (d && d->active) {
+            at = hs[i];
+            copies++;
+        }
+        fx_list_free(&l);
+    }
+    *ret_copies = copies;
+    *ret_known = known;
+    return at;
+}
+
+static void *migrate_one(void *arg)
+{
+    struct mig_job *job = arg;
+    struct controller *c = job->c;
+    struct ctl_action *a = job->a;
+    const struct site *site = c->site;
+    const char *vm = c->vm[a->vm].name, *src = site->hosts[a->src].name,
+               *dst = site->hosts[a->dst].name;
+    _cleanup_free_ char *word = ctl_journal_word(vm);
+    long seq = ctl_journal_begin(c->journal, "migrate vm=%s src=%s dst=%s", word, src, dst);
+    if (seq < 0) {
+        a->rc = (int)seq;
+        snprintf(a->result, sizeof(a->result), "not started: cannot write the journal: %s",
+                 strerror((int)-seq));
+        return NULL;
+    }
+    struct fleet_error err = {{0}};
+    uint64_t t0 = now_monotonic_ns();
+    a->rc = c->vms->migrate(c->vms, vm, (size_t)a->src, (size_t)a->dst,
+                            site->limits.migration_timeout_s, &err);
+    double took = (double)(now_monotonic_ns() - t0) / 1e9;
+    unsigned copies;
+    bool known;
+    int32_t at = locate(c, vm, a->src, a->dst, &copies, &known);
+    const char *where = at >= 0 ? site->hosts[at].name : "nowhere seen";
+    if (a->rc == 0 && (at != a->dst || copies != 1)) {
+        a->rc = -EIO; /* the engine said yes, the facts say otherwise */
+        snprintf(err.msg, sizeof(err.msg), "the migration returned, but the VM is not (only) on %s",
+                 dst);
+    }
+    const char *verdict = a->rc == 0 ? "ok" : "failed";
+    if (a->rc != 0)
+        c->vm[a->vm].no_move_until_s = c->now_s + 2 * site->limits.interval_s;
+    if (a->rc == 0)
+        snprintf(a->result, sizeof(a->result), "ok in %.1f s, runs on %s", took, dst);
+    else
+        snprintf(a->result, sizeof(a->result), "failed after %.1f s: %s; the VM runs on %s%s", took,
+                 err.msg, where, known ? "" : " (a host did not answer)");
+    ctl_journal_end(c->journal, seq, "%s vm=%s on=%s copies=%u took=%.1f", verdict, word,
+                    at >= 0 ? site->hosts[at].name : "-", copies, took);
+    return NULL;
+}
+
+static void run_migrations(struct controller *c, struct ctl_plan *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += p->v[i].kind == CTL_MIGRATE;
+    if (!n)
+        return;
+    _cleanup_free_ struct mig_job *jobs = xcalloc(n, sizeof(*jobs));
+    _cleanup_free_ pthread_t *th = xcalloc(n, sizeof(*th));
+    _cleanup_free_ bool *started = xcalloc(n, sizeof(bool));
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->v[i].kind != CTL_MIGRATE)
+            continue;
+        jobs[k] = (struct mig_job){c, &p->v[i]};
+        started[k] = pthread_create(&th[k], NULL, migrate_one, &jobs[k]) == 0;
+        if (!started[k])
+            migrate_one(&jobs[k]);
+        k++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (started[i])
+            pthread_join(th[i], NULL);
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i].a->rc == 0)
+            c->migrations_ok++;
+        else
+            c->migrations_failed++;
+    }
+}
+
+/* The checks before a power-off, on facts read now. 0: safe, or -EPERM
+ * with the reason in A->result. */
+static int safe_to_switch_off(struct controller *c, struct ctl_action *a)
+{
+    const struct site *site = c->site;
+    struct ctl_host *h = &c->hosts[a->host];
+    const char *name = site->hosts[a->host].name;
+    if (!h->bmc_ok) {
+        snprintf(a->result, sizeof(a->result), "refused: the BMC of %s did not answer", name);
+        return -EPERM;
+    }
+    /* a VM seen before and not now (its host does not answer) has a demand
+     * the capacity check cannot count: no capacity goes until it is back */
+    for (size_t i = 0; i < c->n_vm; i++)
+        if (c->vm[i].host < 0 && c->vm[i].seen_on >= 0) {
+            snprintf(a->result, sizeof(a->result),
+                     "refused: vm '%s' (last on %s) is not seen this tick; no host goes off "
+                     "until every VM is accounted for",
+                     c->vm[i].name, site->hosts[c->vm[i].seen_on].name);
+            return -EPERM;
+        }
+    struct fx_list l = {0};
+    struct fleet_error err = {{0}};
+    if (c->vms->list(c->vms, (size_t)a->host, &l, &err) < 0) {
+        snprintf(a->result, sizeof(a->result), "refused: cannot list its domains now: %s", err.msg);
+        return -EPERM;
+    }
+    const char *busy = NULL;
+    for (size_t i = 0; i < l.n && !busy; i++)
+        if (l.v[i].active)
+            busy = l.v[i].name;
+    if (busy) {
+        snprintf(a->result, sizeof(a->result), "refused: %s runs domain '%s'", name, busy);
+        fx_list_free(&l);
+        return -EPERM;
+    }
+    fx_list_free(&l);
+    unsigned on = 0;
+    for (size_t hi = 0; hi < site->n_hosts; hi++)
+        on += (int32_t)hi != a->host &&
+              (c->hosts[hi].state == CTL_ON || c->hosts[hi].state == CTL_BOOTING);
+    if (on == 0 || on < site->limits.min_hosts_on) {
+        snprintf(a->result, sizeof(a->result), "refused: %s would leave %u host(s) on (min %u)",
+                 name, on, site->limits.min_hosts_on ? site->limits.min_hosts_on : 1);
+        return -EPERM;
+    }
+    double cap, need;
+    ctl_capacity(c, a->host, &cap, &need);
+    if (cap < need) {
+        snprintf(a->result, sizeof(a->result),
+                 "refused: without %s, %.0f MIPS on cannot cover %.0f (forecast + spare)", name,
+                 cap, need);
+        return -EPERM;
+    }
+    return 0;
+}
+
+static void power(struct controller *c, struct ctl_action *a, bool on)
+{
+    const struct site *site = c->site;
+    const char *name = site->hosts[a->host].name;
+    if (!on && (a->rc = safe_to_switch_off(c, a)) < 0) {
+        c->safety_refusals++;
+        return;
+    }
+    long seq = ctl_journal_begin(c->journal, "power_%s host=%s", on ? "on" : "off", name);
+    if (seq < 0) {
+        a->rc = (int)seq;
+        snprintf(a->result, sizeof(a->result), "not done: cannot write the journal: %s",
+                 strerror((int)-seq));
+        return;
+    }
+    struct fleet_error err = {{0}};
+    a->rc = c->power->set(c->power, (size_t)a->host, on, &err);
+    struct ctl_host *h = &c->hosts[a->host];
+    if (a->rc == 0) {
+        h->state = on ? CTL_BOOTING : CTL_STOPPING;
+        h->since_s = c->now_s;
+        if (on)
+            c->power_ons++;
+        else
+            c->power_offs++;
+        snprintf(a->result, sizeof(a->result), "accepted by the BMC; %s",
+                 on ? "booting" : "shutting down");
+    } else {
+        c->power_failed++;
+        snprintf(a->result, sizeof(a->result), "failed: %s", err.msg);
+    }
+    ctl_journal_end(c->journal, seq, "%s host=%s", a->rc == 0 ? "accepted" : "failed", name);
+}
+
+void ctl_execute(struct controller *c, struct ctl_plan *p)
+{
+    /* hosts first on, so that capacity is coming; then migrations; then,
+     * with the migrations' outcome known, the power-offs */
+    for (size_t i = 0; i < p->n; i++)
+        if (p->v[i].kind == CTL_POWER_ON)
+            power(c, &p->v[i], true);
+    run_migrations(c, p);
+    bool failed = false;
+    for (size_t i = 0; i < p->n; i++)
+        failed |= p->v[i].kind == CTL_MIGRATE && p->v[i].rc != 0;
+    for (size_t i = 0; i < p->n; i++) {
+        struct ctl_action *a = &p->v[i];
+        if (a->kind != CTL_POWER_OFF)
+            continue;
+        if (failed) { /* the fleet is not what the plan assumed: look again first */
+            a->rc = -EAGAIN;
+            snprintf(a->result, sizeof(a->result), "postponed: a migration failed this tick");
+            continue;
+        }
+        power(c, a, false);
+    }
+}

@@ -1,0 +1,630 @@
+/* fleet.ini: the real fleet the controller drives (see site.h).
+ *
+ * One pass of our own over the lines gives every section and key its line
+ * number (inih's handler has none); the [type NAME] sections are handed
+ * to fleet_hosts_parse() in a copy of the text where every other line is
+ * blanked, so its errors keep the file's line numbers. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/util.h"
+#include "fleet/engine/exec_cmd.h"
+#include "fleet/control/site.h"
+
+enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_EXEC };
+
+struct ctx {
+    struct site *s;
+    enum sect sect;
+    struct site_host *host; /* current [host NAME] */
+    int line;
+    char msg[400];
+    bool seen_controller, seen_exec;
+    char *types_text; /* the text with all but [type] sections blanked */
+    int vms_line;
+    char (*host_type)[FLEET_NAME_MAX];  /* per host: its type = NAME */
+    char (*type_names)[FLEET_NAME_MAX]; /* the [type NAME] sections */
+    size_t n_type_names;
+    int *host_type_line;
+};
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+static bool valid_name(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= max)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_-.", s[i]))
+            return false;
+    return true;
+}
+
+#define FAIL(c, ...)                                       \
+    ({                                                     \
+        snprintf((c)->msg, sizeof((c)->msg), __VA_ARGS__); \
+        -EINVAL;                                           \
+    })
+
+static int set_num(struct ctx *c, const char *key, const char *val, double lo, double hi,
+                   bool integer, double *ret)
+{
+    double v;
+    if (parse_double(val, &v) < 0 || !(v >= lo && v <= hi) || (integer && v != floor(v)))
+        return FAIL(c, "%s = '%.60s': want %s %g..%g", key, val,
+                    integer ? "an integer" : "a number", lo, hi);
+    *ret = v;
+    return 0;
+}
+
+static int set_str(char **dst, const char *val)
+{
+    free(*dst);
+    *dst = xstrdup(val);
+    return 0;
+}
+
+/* The placeholders each template may use: the exec engine's rules. */
+static int check_template(struct ctx *c, const char *key, const char *val)
+{
+    struct fleet_error e = {{0}};
+    if (fx_exec_template_check(val, fx_exec_template_allowed(key), &e) < 0)
+        return FAIL(c, "[exec] %s: %.300s", key, e.msg);
+    return 0;
+}
+
+static int on_exec(struct ctx *c, const char *key, const char *val)
+{
+    struct site_exec *x = &c->s->exec;
+    struct {
+        const char *key;
+        char **dst;
+    } t[] = {{"list", &x->list},
+             {"migrate", &x->migrate},
+             {"power_on", &x->power_on},
+             {"power_off", &x->power_off},
+             {"power_status", &x->power_status},
+             {"power_reading", &x->power_reading}};
+    if (streq(key, "timeout_s"))
+        return set_num(c, key, val, 0.1, 86400, false, &x->timeout_s);
+    for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+        if (streq(key, t[i].key)) {
+            int r = check_template(c, key, val);
+            return r < 0 ? r : set_str(t[i].dst, val);
+        }
+    return FAIL(c,
+                "unknown key '%.40s' in [exec] (want list, migrate, power_on, power_off, "
+                "power_status, power_reading, timeout_s)",
+                key);
+}
+
+static int on_vms(struct ctx *c, const char *val)
+{
+    struct site *s = c->s;
+    _cleanup_free_ char *copy = xstrdup(val);
+    char *save = NULL;
+    c->vms_line = c->line;
+    for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+        if (strlen(tok) >= sizeof(s->vms[0].name))
+            return FAIL(c, "vms: name '%.40s...' is too long", tok);
+        if (s->n_vms >= SITE_MAX_VMS)
+            return FAIL(c, "vms: more than %d VMs", SITE_MAX_VMS);
+        s->vms = xrealloc(s->vms, (s->n_vms + 1) * sizeof(*s->vms));
+        struct site_vm *v = &s->vms[s->n_vms++];
+        *v = (struct site_vm){.line = c->line};
+        snprintf(v->name, sizeof(v->name), "%s", tok);
+        s->vms_listed = true;
+    }
+    return 0;
+}
+
+static int pick(struct ctx *c, const char *key, const char *val, const char *const *words, size_t n,
+                int *ret)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(val, words[i]) == 0) {
+            *ret = (int)i;
+            return 0;
+        }
+    char want[160] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s", i ? "|" : "", words[i]);
+    return FAIL(c, "%s = '%.40s': want %s", key, val, want);
+}
+
+static int on_controller(struct ctx *c, const char *key, const char *val)
+{
+    struct site *s = c->s;
+    struct site_limits *l = &s->limits;
+    double v;
+    int r, e;
+    static const char *const vm_engines[] = {"libvirt", "exec"};
+    static const char *const power_engines[] = {"ipmi", "exec", "none"};
+    static const char *const modes[] = {"p2p", "managed"};
+    static const struct {
+        const char *key;
+        size_t off;
+        double lo, hi;
+    } nums[] = {
+        {"interval_s", offsetof(struct site_limits, interval_s), 1, 86400},
+        {"migrations_per_vm_day", offsetof(struct site_limits, per_vm_day), 0, 1000},
+        {"spare", offsetof(struct site_limits, spare), 0, 10},
+        {"migration_timeout_s", offsetof(struct site_limits, migration_timeout_s), 1, 86400},
+        {"boot_timeout_s", offsetof(struct site_limits, boot_timeout_s), 1, 86400},
+        {"off_timeout_s", offsetof(struct site_limits, off_timeout_s), 1, 86400},
+        {"vm_mips", offsetof(struct site_limits, vm_mips), 1e-3, 1e9},
+        {"bmc_timeout_s", offsetof(struct site_limits, bmc_timeout_s), 0.1, 600},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
+        if (streq(key, nums[i].key))
+            return set_num(c, key, val, nums[i].lo, nums[i].hi, false,
+                           (double *)((char *)l + nums[i].off));
+    if (streq(key, "max_concurrent_migrations") || streq(key, "migrations_per_host") ||
+        streq(key, "min_hosts_on") || streq(key, "bmc_retries")) {
+        r = set_num(c, key, val, streq(key, "max_concurrent_migrations") ? 1 : 0, 1000, true, &v);
+        if (r == 0 && streq(key, "migrations_per_host") && v < 1)
+            r = FAIL(c, "migrations_per_host = %g: want at least 1", v);
+        if (r < 0)
+            return r;
+        unsigned *dst = streq(key, "max_concurrent_migrations") ? &l->max_concurrent
+                        : streq(key, "migrations_per_host")     ? &l->per_host
+                        : streq(key, "min_hosts_on")            ? &l->min_hosts_on
+                                                                : &l->bmc_retries;
+        *dst = (unsigned)v;
+        return 0;
+    }
+    if (streq(key, "vms"))
+        return on_vms(c, val);
+    if (streq(key, "policy")) {
+        struct fleet_watt_params wp;
+        struct fleet_error pe;
+        if (fleet_watt_params_parse(val, &wp, &pe) < 0)
+            return FAIL(c, "policy: %.300s", pe.msg);
+        return set_str(&s->policy, val);
+    }
+    if (streq(key, "state_dir"))
+        return *val == '/' ? set_str(&s->state_dir, val)
+                           : FAIL(c, "state_dir = '%.60s': want an absolute path", val);
+    if (streq(key, "vm_engine")) {
+        r = pick(c, key, val, vm_engines, ARRAY_SIZE(vm_engines), &e);
+        s->vm_engine = (enum site_vm_engine)e;
+        return r;
+    }
+    if (streq(key, "power")) {
+        r = pick(c, key, val, power_engines, ARRAY_SIZE(power_engines), &e);
+        s->power_engine = (enum site_power_engine)e;
+        return r;
+    }
+    if (streq(key, "migrate")) {
+        r = pick(c, key, val, modes, ARRAY_SIZE(modes), &e);
+        s->migrate_mode = (enum site_migrate_mode)e;
+        return r;
+    }
+    return FAIL(c,
+                "unknown key '%.40s' in [controller] (see docs/fleet-run.md for the keys: "
+                "interval_s, vms, policy, spare, min_hosts_on, max_concurrent_migrations, ...)",
+                key);
+}
+
+static int on_host(struct ctx *c, const char *key, const char *val)
+{
+    struct site_host *h = c->host;
+    double v;
+    int r;
+    if (streq(key, "type")) {
+        if (!valid_name(val, FLEET_NAME_MAX))
+            return FAIL(c, "type = '%.40s': not a type name", val);
+        /* resolved against the [type] sections at the end */
+        snprintf(c->host_type[h - c->s->hosts], FLEET_NAME_MAX, "%s", val);
+        c->host_type_line[h - c->s->hosts] = c->line;
+        return 0;
+    }
+    if (streq(key, "uri"))
+        return set_str(&h->uri, val);
+    if (streq(key, "migrate_uri"))
+        return set_str(&h->migrate_uri, val);
+    if (streq(key, "bmc"))
+        return set_str(&h->bmc, val);
+    if (streq(key, "bmc_user"))
+        return set_str(&h->bmc_user, val);
+    if (streq(key, "bmc_password") || streq(key, "bmc_password_file")) {
+        bool file = streq(key, "bmc_password_file");
+        if (h->bmc_password_line)
+            return FAIL(c,
+                        "[host %s] has a password already (line %d): give bmc_password or "
+                        "bmc_password_file, once",
+                        h->name, h->bmc_password_line);
+        if (file && !*val)
+            return FAIL(c, "bmc_password_file is empty: want the path of a file");
+        h->bmc_password_line = c->line;
+        if (!file && !c->s->password_line)
+            c->s->password_line = c->line;
+        return set_str(file ? &h->bmc_password_file : &h->bmc_password, val);
+    }
+    if (streq(key, "bmc_cipher")) {
+        r = set_num(c, key, val, 0, 17, true, &v);
+        h->bmc_cipher = (unsigned)v;
+        return r;
+    }
+    if (streq(key, "bmc_protocol")) {
+        if (strcasecmp(val, "lanplus") && strcasecmp(val, "lan"))
+            return FAIL(c, "bmc_protocol = '%.40s': want lanplus or lan", val);
+        h->bmc_lan15 = strcasecmp(val, "lan") == 0;
+        return 0;
+    }
+    return FAIL(c,
+                "unknown key '%.40s' in [host %s] (want type, uri, migrate_uri, bmc, bmc_user, "
+                "bmc_password, bmc_password_file, bmc_cipher, bmc_protocol)",
+                key, h->name);
+}
+
+static int on_key(struct ctx *c, char *line)
+{
+    char *eq = strchr(line, '=');
+    if (!eq)
+        return FAIL(c, "want key = value or [section]");
+    *eq = '\0';
+    char *key = trim(line), *val = trim(eq + 1);
+    /* an inline comment after a value: " ; ..." or " # ..." */
+    for (char *p = val; *p; p++)
+        if ((*p == ';' || *p == '#') && p > val && isspace((unsigned char)p[-1])) {
+            *p = '\0';
+            val = trim(val);
+            break;
+        }
+    if (!*key)
+        return FAIL(c, "a key is missing before '='");
+    switch (c->sect) {
+    case S_CONTROLLER:
+        return on_controller(c, key, val);
+    case S_HOST:
+        return on_host(c, key, val);
+    case S_EXEC:
+        return on_exec(c, key, val);
+    case S_TYPE:
+        return 0; /* fleet_hosts_parse() reads these */
+    case S_NONE:
+    default:
+        return FAIL(c, "'%.40s' before any section", key);
+    }
+}
+
+static int new_host(struct ctx *c, const char *name)
+{
+    struct site *s = c->s;
+    if (!valid_name(name, FLEET_NAME_MAX))
+        return FAIL(c, "host name '%.60s' must be 1..%d letters, digits, '_', '-' or '.'", name,
+                    FLEET_NAME_MAX - 1);
+    ssize_t dup = site_host_find(s, name);
+    if (dup >= 0)
+        return FAIL(c, "host '%s' is already defined on line %d", name, s->hosts[dup].line);
+    if (s->n_hosts >= SITE_MAX_HOSTS)
+        return FAIL(c, "more than %d hosts", SITE_MAX_HOSTS);
+    s->hosts = xrealloc(s->hosts, (s->n_hosts + 1) * sizeof(*s->hosts));
+    c->host_type = xrealloc(c->host_type, (s->n_hosts + 1) * sizeof(*c->host_type));
+    c->host_type_line = xrealloc(c->host_type_line, (s->n_hosts + 1) * sizeof(int));
+    c->host_type[s->n_hosts][0] = '\0';
+    c->host_type_line[s->n_hosts] = 0;
+    c->host = &s->hosts[s->n_hosts++];
+    *c->host = (struct site_host){.line = c->line, .bmc_cipher = 3};
+    snprintf(c->host->name, sizeof(c->host->name), "%s", name);
+    return 0;
+}
+
+static int on_section(struct ctx *c, char *line)
+{
+    char *close = strchr(line, ']');
+    if (!close)
+        return FAIL(c, "section header without ']'");
+    *close = '\0';
+    char *name = trim(line + 1), *arg = name;
+    while (*arg && !isspace((unsigned char)*arg))
+        arg++;
+    if (*arg)
+        *arg++ = '\0';
+    arg = trim(arg);
+    if (strcasecmp(name, "controller") == 0 || strcasecmp(name, "exec") == 0) {
+        bool *seen = strcasecmp(name, "exec") == 0 ? &c->seen_exec : &c->seen_controller;
+        if (*seen)
+            return FAIL(c, "a second [%s] section", name);
+        if (*arg)
+            return FAIL(c, "[%s] takes no name", name);
+        *seen = true;
+        c->sect = seen == &c->seen_exec ? S_EXEC : S_CONTROLLER;
+        return 0;
+    }
+    if (strcasecmp(name, "type") == 0) {
+        c->sect = S_TYPE;
+        c->type_names = xrealloc(c->type_names, (c->n_type_names + 1) * sizeof(*c->type_names));
+        snprintf(c->type_names[c->n_type_names++], FLEET_NAME_MAX, "%s", arg);
+        return 0;
+    }
+    if (strcasecmp(name, "host") == 0) {
+        c->sect = S_HOST;
+        return new_host(c, arg);
+    }
+    return FAIL(
+        c, "unknown section [%.60s] (want [controller], [type NAME], [host NAME] or [exec])", name);
+}
+
+/* Every line: sections and keys, with the type sections kept in
+ * c->types_text and everything else blanked there. */
+static int scan(struct ctx *c, const char *text)
+{
+    _cleanup_free_ char *copy = xstrdup(text);
+    c->types_text = xstrdup(text);
+    char *out = c->types_text;
+    char *next;
+    for (char *line = copy; line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t len = strlen(line);
+        c->line++;
+        char *s = trim(line);
+        int r = 0;
+        if (*s == '[')
+            r = on_section(c, s);
+        else if (*s && *s != ';' && *s != '#')
+            r = on_key(c, s);
+        if (r < 0)
+            return r;
+        if (c->sect != S_TYPE)
+            memset(out, ' ', len);
+        out += len + (next ? 1 : 0);
+    }
+    return 0;
+}
+
+static void defaults(struct site *s)
+{
+    s->limits = (struct site_limits){
+        .interval_s = 300,
+        .max_concurrent = 2,
+        .per_host = 1,
+        .per_vm_day = 4,
+        .min_hosts_on = 1,
+        .spare = 0.10,
+        .migration_timeout_s = 120,
+        .boot_timeout_s = 600,
+        .off_timeout_s = 300,
+        .bmc_timeout_s = 5,
+        .bmc_retries = 2,
+    };
+    s->exec.timeout_s = 60;
+}
+
+static bool section_defined(const struct ctx *c, const char *name)
+{
+    for (size_t k = 0; k < c->n_type_names; k++)
+        if (strcasecmp(c->type_names[k], name) == 0)
+            return true;
+    return false;
+}
+
+/* Types: the [type] sections through the simulator's parser. Its hosts
+ * list names only what pulls in the built-in types used (g4, g5: at most
+ * two words, so the line stays short for inih), or one defined type; each
+ * host's type is then found by name. */
+static int build_types(struct ctx *c, const char *origin, struct fleet_error *err)
+{
+    struct site *s = c->s;
+    if (s->n_hosts == 0)
+        return FAIL(c, "no [host NAME] sections");
+    struct strbuf list = {0};
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        const char *t = c->host_type[i];
+        if (!t[0]) {
+            c->line = s->hosts[i].line;
+            strbuf_free(&list);
+            return FAIL(c, "[host %s] has no type = NAME (a [type NAME] section, or g4/g5)",
+                        s->hosts[i].name);
+        }
+        bool defined = section_defined(c, t);
+        if (!defined && !fleet_host_type_builtin(t)) {
+            c->line = c->host_type_line[i];
+            strbuf_free(&list);
+            return FAIL(c, "type = %s: no [type %s] section (and not a built-in: g4, g5)", t, t);
+        }
+        _cleanup_free_ char *word = xasprintf("1x%s", t);
+        bool listed = list.len && strcasestr(strbuf_str(&list), word);
+        if (!defined && !listed)
+            strbuf_appendf(&list, "%s%s", list.len ? "," : "", word);
+    }
+    c->line = 0;
+    if (!list.len)
+        strbuf_appendf(&list, "1x%s", c->host_type[0]);
+    struct strbuf sb = {0};
+    strbuf_append(&sb, c->types_text);
+    strbuf_appendf(&sb, "\n[fleet]\norder = block\nhosts = %s\n", strbuf_str(&list));
+    strbuf_free(&list);
+    int r = fleet_hosts_parse(strbuf_str(&sb), sb.len, origin, &s->types, err);
+    strbuf_free(&sb);
+    if (r < 0)
+        return r; /* ERR says what and where; c->msg stays empty */
+    free(s->types.type_of);
+    s->types.type_of = xcalloc(s->n_hosts, sizeof(*s->types.type_of));
+    s->types.n_hosts = s->n_hosts;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        size_t k = 0;
+        while (k < s->types.n_types && strcasecmp(s->types.types[k].name, c->host_type[i]))
+            k++;
+        if (k == s->types.n_types) { /* cannot happen: every name was checked */
+            fleet_hosts_free(&s->types);
+            return FAIL(c, "type '%s' of [host %s] went missing", c->host_type[i],
+                        s->hosts[i].name);
+        }
+        s->types.type_of[i] = (uint16_t)k;
+        s->hosts[i].type = (uint16_t)k;
+    }
+    return 0;
+}
+
+static int by_vm_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A VM listed twice: sorted names, so that 65536 VMs cost no more than a sort. */
+static int check_vm_duplicates(struct ctx *c)
+{
+    struct site *s = c->s;
+    if (s->n_vms < 2)
+        return 0;
+    _cleanup_free_ const char **names = xmalloc(s->n_vms * sizeof(*names));
+    for (size_t i = 0; i < s->n_vms; i++)
+        names[i] = s->vms[i].name;
+    qsort(names, s->n_vms, sizeof(*names), by_vm_name);
+    for (size_t i = 1; i < s->n_vms; i++)
+        if (streq(names[i], names[i - 1])) {
+            c->line = c->vms_line;
+            return FAIL(c, "vms: '%.60s' is listed twice", names[i]);
+        }
+    return 0;
+}
+
+/* What each engine needs of each host. */
+static int validate(struct ctx *c)
+{
+    struct site *s = c->s;
+    int r = check_vm_duplicates(c);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        struct site_host *h = &s->hosts[i];
+        c->line = h->line;
+        if (s->vm_engine == SITE_VMS_LIBVIRT && !h->uri)
+            return FAIL(c, "[host %s] has no uri = (its libvirt URI, e.g. qemu+ssh://%s/system)",
+                        h->name, h->name);
+        if (s->power_engine == SITE_POWER_IPMI) {
+            if (!h->bmc)
+                return FAIL(c, "[host %s] has no bmc = HOST[:PORT] (power = ipmi)", h->name);
+            if (!h->bmc_user || !h->bmc_password_line)
+                return FAIL(c,
+                            "[host %s] needs bmc_user and bmc_password (or bmc_password_file) "
+                            "(power = ipmi)",
+                            h->name);
+        }
+    }
+    c->line = 0;
+    const struct site_exec *x = &s->exec;
+    if (s->vm_engine == SITE_VMS_EXEC && (!x->list || !x->migrate))
+        return FAIL(c, "vm_engine = exec needs list and migrate in [exec]");
+    if (s->power_engine == SITE_POWER_EXEC && (!x->power_on || !x->power_off || !x->power_status))
+        return FAIL(c, "power = exec needs power_on, power_off and power_status in [exec]");
+    if (s->limits.min_hosts_on > s->n_hosts)
+        return FAIL(c, "min_hosts_on = %u, but there are %zu hosts", s->limits.min_hosts_on,
+                    s->n_hosts);
+    if (s->limits.vm_mips == 0) { /* a vCPU: a core of the slowest type */
+        double m = INFINITY;
+        for (size_t i = 0; i < s->types.n_types; i++)
+            m = fmin(m, s->types.types[i].mips_per_core);
+        s->limits.vm_mips = m;
+    }
+    if (!s->state_dir)
+        s->state_dir = xstrdup("/var/lib/watt/fleet");
+    return 0;
+}
+
+int site_parse(const char *text, size_t len, const char *origin, struct site *ret,
+               struct fleet_error *err)
+{
+    if (!origin)
+        origin = "fleet.ini";
+    if (memchr(text, '\0', len)) {
+        fleet_error_set(err, "%s: contains a NUL byte", origin);
+        return -EINVAL;
+    }
+    _cleanup_free_ char *t = xmalloc(len + 1);
+    memcpy(t, text, len);
+    t[len] = '\0';
+    struct site s = {.origin = xstrdup(origin)};
+    defaults(&s);
+    struct ctx c = {.s = &s};
+    int r = scan(&c, t);
+    if (r == 0) {
+        c.line = 0;
+        r = build_types(&c, origin, err);
+    }
+    if (r == 0)
+        r = validate(&c);
+    if (r < 0 && c.msg[0]) {
+        if (c.line > 0)
+            fleet_error_set(err, "%s line %d: %s", origin, c.line, c.msg);
+        else
+            fleet_error_set(err, "%s: %s", origin, c.msg);
+    }
+    free(c.types_text);
+    free(c.host_type);
+    free(c.host_type_line);
+    free(c.type_names);
+    if (r < 0) {
+        site_free(&s);
+        return r;
+    }
+    *ret = s;
+    return 0;
+}
+
+void site_free(struct site *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        struct site_host *h = &s->hosts[i];
+        free(h->uri);
+        free(h->migrate_uri);
+        free(h->bmc);
+        free(h->bmc_user);
+        if (h->bmc_password)
+            explicit_bzero(h->bmc_password, strlen(h->bmc_password));
+        free(h->bmc_password);
+        free(h->bmc_password_file);
+    }
+    free(s->hosts);
+    free(s->vms);
+    fleet_hosts_free(&s->types);
+    struct site_exec *x = &s->exec;
+    free(x->list);
+    free(x->migrate);
+    free(x->power_on);
+    free(x->power_off);
+    free(x->power_status);
+    free(x->power_reading);
+    free(s->policy);
+    free(s->state_dir);
+    free(s->origin);
+    *s = (struct site){0};
+}
+
+ssize_t site_host_find(const struct site *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_hosts; i++)
+        if (streq(s->hosts[i].name, name))
+            return (ssize_t)i;
+    return -1;
+}
+
+ssize_t site_vm_find(const struct site *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_vms; i++)
+        if (streq(s->vms[i].name, name))
+            return (ssize_t)i;
+    return -1;
+}

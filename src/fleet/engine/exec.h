@@ -1,0 +1,96 @@
+/* Executors: the engines through which the fleet controller sees and acts
+ * on real machines. Two kinds, each a table of function pointers:
+ *
+ *  - a VM engine (libvirt.c, or exec.c's command templates): list a host's
+ *    domains with their CPU time and memory, live-migrate one;
+ *  - a power engine (ipmi.c through libfreeipmi, or exec.c): a host's
+ *    chassis power status, on, soft off, and its DCMI power reading.
+ *
+ * Hosts are indices into site->hosts. Every call is bounded in time and
+ * returns 0 or a negative errno with ERR naming the host (and the VM):
+ * "host h2 (qemu+tcp://10.0.0.2/system): cannot connect: Connection refused".
+ * The usual codes: -EHOSTUNREACH the host does not answer; -EACCES refused
+ * credentials; -ENOENT no such VM; -ETIMEDOUT the call (or migration) ran
+ * out of time and was aborted; -EOPNOTSUPP the engine cannot do that.
+ *
+ * Engines are safe to call from several threads at once for different
+ * hosts (the controller runs migrations in parallel); calls for one host
+ * are serialised by the caller. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleet/control/site.h"
+
+enum fx_power_state { FX_POWER_UNKNOWN = 0, FX_POWER_OFF, FX_POWER_ON };
+
+const char *fx_power_name(enum fx_power_state p); /* "unknown", "off", "on" */
+
+struct fx_domain {
+    char *name;
+    char uuid[37]; /* "" when the engine does not know it */
+    bool active;   /* has a process on the host: running, paused, ... */
+    bool running;  /* running (not paused, not shut off) */
+    bool persistent;
+    uint64_t cpu_ns; /* cumulative CPU time of the domain, all vCPUs */
+    unsigned vcpus;
+    uint64_t mem_kib; /* memory the domain holds on its host */
+};
+
+struct fx_node {
+    uint64_t mem_kib;  /* physical memory, 0: unknown */
+    unsigned cpus;     /* 0: unknown */
+    unsigned mhz;      /* 0: unknown */
+    uint64_t free_kib; /* 0: unknown */
+};
+
+struct fx_list {
+    struct fx_domain *v;
+    size_t n;
+    struct fx_node node;
+    uint64_t t_ns; /* CLOCK_MONOTONIC when the list was read */
+};
+
+void fx_list_free(struct fx_list *l);
+/* The domain named NAME in L, or NULL. */
+const struct fx_domain *fx_list_find(const struct fx_list *l, const char *name);
+
+struct fx_vms {
+    const char *name; /* "libvirt", "exec" */
+    /* Every domain defined or running on host HI. */
+    int (*list)(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fleet_error *err);
+    /* Live-migrate VM from host SRC to host DST; on return 0 the VM runs on
+     * DST (persistent there, undefined on SRC). Bounded by TIMEOUT_S: past
+     * it the job is aborted, the VM stays on SRC, and -ETIMEDOUT returned. */
+    int (*migrate)(struct fx_vms *x, const char *vm, size_t src, size_t dst, double timeout_s,
+                   struct fleet_error *err);
+    void (*close)(struct fx_vms *x);
+};
+
+struct fx_power {
+    const char *name; /* "ipmi", "exec", "none" */
+    int (*status)(struct fx_power *x, size_t hi, enum fx_power_state *ret, struct fleet_error *err);
+    /* ON: chassis power up; !ON: soft off (ACPI shutdown request). Returns
+     * once the BMC accepted the command, not when the host is off. */
+    int (*set)(struct fx_power *x, size_t hi, bool on, struct fleet_error *err);
+    /* The host's power now, watts (DCMI Get Power Reading); -EOPNOTSUPP
+     * when the BMC has none. */
+    int (*reading)(struct fx_power *x, size_t hi, double *watts, struct fleet_error *err);
+    void (*close)(struct fx_power *x);
+};
+
+/* Constructors. They keep a pointer to SITE (which must outlive them) and
+ * connect lazily, on the first call for a host; a broken connection is
+ * dropped and made again on the next call (a host that was off). */
+int fx_libvirt_open(const struct site *site, struct fx_vms **ret, struct fleet_error *err);
+int fx_ipmi_open(const struct site *site, struct fx_power **ret, struct fleet_error *err);
+int fx_exec_vms_open(const struct site *site, struct fx_vms **ret, struct fleet_error *err);
+int fx_exec_power_open(const struct site *site, struct fx_power **ret, struct fleet_error *err);
+/* No power control: status is always on, set is -EOPNOTSUPP. */
+int fx_none_power_open(const struct site *site, struct fx_power **ret, struct fleet_error *err);
+
+/* The engines site->vm_engine and site->power_engine name. */
+int fx_open(const struct site *site, struct fx_vms **ret_vms, struct fx_power **ret_power,
+            struct fleet_error *err);

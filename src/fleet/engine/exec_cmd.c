@@ -1,0 +1,947 @@
+/* The exec engine: the operator's command templates ([exec] in fleet.ini)
+ * as a VM engine and a power engine, the escape hatch for OpenStack,
+ * Kubernetes, Redfish scripts and anything else.
+ *
+ * Each call expands one template (exec_cmd.h: values single-quoted) and
+ * runs it with /bin/sh -c: stdin empty, stdout captured (at most 1 MiB),
+ * the last 512 bytes of stderr kept for the error message, no fd of ours
+ * inherited, its own process group, default signal dispositions. Past its
+ * deadline the group gets SIGTERM, SIGKILL 2 s later, and is reaped.
+ *
+ * No global state and no SIGCHLD handler: each call waits for its own pid
+ * (a pidfd wakes the poll loop; without one it polls every 10 ms), so
+ * several threads may run commands at once. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "fleet/engine/exec.h"
+#include "fleet/engine/exec_cmd.h"
+
+#define CMD_OUT_MAX       (1u << 20)    /* bytes of stdout a command may print */
+#define CMD_TAIL_MAX      512           /* bytes of stderr kept for messages */
+#define CMD_TIMEOUT_S     60.0          /* [exec] timeout_s when unset */
+#define CMD_TIMEOUT_MAX_S 1e7           /* longer is "never" (and keeps ns in range) */
+#define CMD_GRACE_NS      2000000000ull /* SIGTERM -> SIGKILL, ns */
+#define CMD_POLL_MS       10            /* without a pidfd: how often to look for the exit */
+#define NS_PER_S          1e9
+
+/* ---- a growable byte buffer, always NUL-terminated ---------------------- */
+
+struct buf {
+    char *p;
+    size_t n, cap;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void buf_adds(struct buf *b, const char *s)
+{
+    buf_add(b, s, strlen(s));
+}
+
+/* ---- templates ------------------------------------------------------------ */
+
+const char *fx_exec_template_allowed(const char *key)
+{
+    static const char *const host_keys[] = {"list", "power_on", "power_off", "power_status",
+                                            "power_reading"};
+    if (streq(key, "migrate"))
+        return FX_EXEC_ALLOW_MIGRATE;
+    for (size_t i = 0; i < ARRAY_SIZE(host_keys); i++)
+        if (streq(key, host_keys[i]))
+            return FX_EXEC_ALLOW_HOST;
+    return NULL;
+}
+
+/* The length of the placeholder name after the '{' at B, 0 when B starts
+ * none ("{}", "{ print }", the shell's "${x}"). */
+static size_t placeholder_len(const char *tmpl, const char *b)
+{
+    if (b > tmpl && b[-1] == '$')
+        return 0;
+    size_t n = 0;
+    while (isalnum((unsigned char)b[1 + n]) || b[1 + n] == '_')
+        n++;
+    return n > 0 && b[1 + n] == '}' ? n : 0;
+}
+
+static bool name_in(const char *list, const char *name, size_t n)
+{
+    for (const char *p = list; *p;) {
+        p += strspn(p, " ,");
+        size_t k = strcspn(p, " ,");
+        if (k == n && k > 0 && memcmp(p, name, n) == 0)
+            return true;
+        p += k;
+    }
+    return false;
+}
+
+/* "{host} {uri} {bmc}" from "host uri bmc". */
+static void known_names(const char *list, char *out, size_t size)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *p = list; *p && o < size;) {
+        p += strspn(p, " ,");
+        int k = (int)strcspn(p, " ,");
+        if (k > 0)
+            o += (size_t)snprintf(out + o, size - o, "%s{%.*s}", o ? " " : "", k, p);
+        p += k;
+    }
+}
+
+int fx_exec_template_check(const char *tmpl, const char *allowed, struct fleet_error *err)
+{
+    for (const char *b = strchr(tmpl, '{'); b; b = strchr(b + 1, '{')) {
+        size_t n = placeholder_len(tmpl, b);
+        if (n == 0 || name_in(allowed, b + 1, n))
+            continue;
+        char known[128];
+        known_names(allowed, known, sizeof(known));
+        fleet_error_set(err, "unknown placeholder {%.*s} in '%.80s%s' (known: %s)", (int)n, b + 1,
+                        tmpl, strlen(tmpl) > 80 ? "..." : "", known);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+struct tvar {
+    const char *name;
+    const char *value; /* NULL: "" */
+};
+
+/* VALUE in single quotes for sh; a quote inside becomes '\''. */
+static void sh_quote(struct buf *b, const char *value)
+{
+    buf_adds(b, "'");
+    for (const char *p = value ? value : ""; *p; p++) {
+        size_t k = strcspn(p, "'");
+        buf_add(b, p, k);
+        p += k;
+        if (!*p)
+            break;
+        buf_adds(b, "'\\''");
+    }
+    buf_adds(b, "'");
+}
+
+/* TMPL with its placeholders replaced; TMPL passed fx_exec_template_check()
+ * against the names of VARS. Owned by the caller. */
+static char *template_expand(const char *tmpl, const struct tvar *vars, size_t n_vars)
+{
+    struct buf b = {0};
+    const char *p = tmpl;
+    for (const char *q = strchr(p, '{'); q; q = strchr(q + 1, '{')) {
+        size_t n = placeholder_len(tmpl, q);
+        const struct tvar *v = NULL;
+        for (size_t i = 0; n > 0 && i < n_vars && !v; i++)
+            if (strlen(vars[i].name) == n && memcmp(vars[i].name, q + 1, n) == 0)
+                v = &vars[i];
+        if (!v)
+            continue;
+        buf_add(&b, p, (size_t)(q - p));
+        sh_quote(&b, v->value);
+        p = q + 1 + n + 1;
+        q = p - 1;
+    }
+    buf_adds(&b, p);
+    return b.p;
+}
+
+/* ---- running one command --------------------------------------------------- */
+
+struct run {
+    pid_t pid;
+    int pidfd; /* -1: none, poll every CMD_POLL_MS */
+    int fd_out, fd_err;
+    struct buf out;
+    bool over; /* stdout passed CMD_OUT_MAX */
+    char tail[CMD_TAIL_MAX];
+    size_t n_tail;
+    int status; /* waitpid()'s, once reaped */
+};
+
+static void fd_close(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void tail_add(struct run *r, const char *s, size_t n)
+{
+    if (n >= CMD_TAIL_MAX) {
+        memcpy(r->tail, s + n - CMD_TAIL_MAX, CMD_TAIL_MAX);
+        r->n_tail = CMD_TAIL_MAX;
+        return;
+    }
+    size_t keep = r->n_tail < CMD_TAIL_MAX - n ? r->n_tail : CMD_TAIL_MAX - n;
+    memmove(r->tail, r->tail + r->n_tail - keep, keep);
+    memcpy(r->tail + keep, s, n);
+    r->n_tail = keep + n;
+}
+
+/* One read from *FD. Returns true when it got bytes; at EOF or on an error
+ * closes *FD. */
+static bool read_once(struct run *r, int *fd)
+{
+    char b[16384];
+    ssize_t n;
+    do
+        n = read(*fd, b, sizeof(b));
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return false;
+    if (n <= 0) {
+        fd_close(fd);
+        return false;
+    }
+    if (fd == &r->fd_err) {
+        tail_add(r, b, (size_t)n);
+    } else if (r->out.n + (size_t)n > CMD_OUT_MAX) {
+        r->over = true;
+    } else {
+        buf_add(&r->out, b, (size_t)n);
+    }
+    return true;
+}
+
+/* Whether the child has exited, without reaping it (its pid, and so its
+ * process group id, stay ours until then). */
+static bool run_exited(const struct run *r)
+{
+    siginfo_t si = {0};
+    if (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+        return errno == ECHILD; /* someone else reaped it: gone */
+    return si.si_pid != 0;
+}
+
+static int ms_until(uint64_t deadline_ns, uint64_t now_ns)
+{
+    uint64_t ms = (deadline_ns - now_ns + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Wait for the child's exit until DEADLINE_NS, reading its output. Returns
+ * 0 when it exited, -ETIMEDOUT, -EMSGSIZE when stdout grew too big. */
+static int run_wait(struct run *r, uint64_t deadline_ns)
+{
+    for (;;) {
+        if (r->over)
+            return -EMSGSIZE;
+        if (run_exited(r))
+            return 0;
+        uint64_t now = now_monotonic_ns();
+        if (now >= deadline_ns)
+            return -ETIMEDOUT;
+        struct pollfd pf[3];
+        nfds_t n = 0;
+        if (r->fd_out >= 0)
+            pf[n++] = (struct pollfd){.fd = r->fd_out, .events = POLLIN};
+        if (r->fd_err >= 0)
+            pf[n++] = (struct pollfd){.fd = r->fd_err, .events = POLLIN};
+        if (r->pidfd >= 0)
+            pf[n++] = (struct pollfd){.fd = r->pidfd, .events = POLLIN};
+        int ms = ms_until(deadline_ns, now);
+        if (r->pidfd < 0 && ms > CMD_POLL_MS)
+            ms = CMD_POLL_MS;
+        if (poll(pf, n, ms) < 0 && errno != EINTR)
+            return -errno;
+        for (nfds_t i = 0; i < n; i++) {
+            if (!pf[i].revents || pf[i].fd == r->pidfd)
+                continue;
+            read_once(r, pf[i].fd == r->fd_out ? &r->fd_out : &r->fd_err);
+        }
+    }
+}
+
+/* After the exit: what is left in the pipes (a background job that holds
+ * them does not hold us up). */
+static int run_drain(struct run *r, uint64_t deadline_ns)
+{
+    while (r->fd_out >= 0 && read_once(r, &r->fd_out) && !r->over)
+        if (now_monotonic_ns() >= deadline_ns)
+            break;
+    while (r->fd_err >= 0 && read_once(r, &r->fd_err))
+        if (now_monotonic_ns() >= deadline_ns)
+            break;
+    return r->over ? -EMSGSIZE : 0;
+}
+
+/* SIGTERM the child's group, SIGKILL it CMD_GRACE_NS later or as soon as
+ * the child is gone (for what it left behind). Does not reap. */
+static void run_kill(struct run *r)
+{
+    kill(-r->pid, SIGTERM);
+    uint64_t until = now_monotonic_ns() + CMD_GRACE_NS;
+    for (;;) {
+        if (run_exited(r))
+            break;
+        uint64_t now = now_monotonic_ns();
+        if (now >= until)
+            break;
+        int ms = ms_until(until, now);
+        struct pollfd pf = {.fd = r->pidfd, .events = POLLIN};
+        poll(&pf, r->pidfd >= 0 ? 1 : 0,
+             r->pidfd >= 0 ? ms : (ms < CMD_POLL_MS ? ms : CMD_POLL_MS));
+    }
+    kill(-r->pid, SIGKILL);
+}
+
+/* -ECHILD when someone else reaped it (SIGCHLD set to SIG_IGN does that):
+ * its exit status is lost. */
+static int run_reap(struct run *r)
+{
+    pid_t w;
+    do
+        w = waitpid(r->pid, &r->status, 0);
+    while (w < 0 && errno == EINTR);
+    return w < 0 ? -errno : 0;
+}
+
+static int spawn_sh(const char *cmdline, char *const *envp, int in, int out, int err, pid_t *ret)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, all;
+    char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmdline, NULL};
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in, 0);
+    posix_spawn_file_actions_adddup2(&fa, out, 1);
+    posix_spawn_file_actions_adddup2(&fa, err, 2);
+#ifdef __GLIBC__
+#if __GLIBC_PREREQ(2, 34)
+    /* our pipes are O_CLOEXEC; this also covers fds another thread opened
+     * without it */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
+#endif
+    posix_spawnattr_init(&at);
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int r = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return -r;
+    *ret = pid;
+    return 0;
+}
+
+/* Three pipes: stdin (its write end closed at once: the child reads EOF, as
+ * from an empty file), stdout and stderr (our ends non-blocking). */
+static int pipes_open(int p[3][2])
+{
+    for (int i = 0; i < 3; i++)
+        p[i][0] = p[i][1] = -1;
+    for (int i = 0; i < 3; i++)
+        if (pipe2(p[i], O_CLOEXEC) < 0)
+            return -errno;
+    fd_close(&p[0][1]);
+    if (fcntl(p[1][0], F_SETFL, O_NONBLOCK) < 0 || fcntl(p[2][0], F_SETFL, O_NONBLOCK) < 0)
+        return -errno;
+    return 0;
+}
+
+static void pipes_close(int p[3][2])
+{
+    for (int i = 0; i < 3; i++) {
+        fd_close(&p[i][0]);
+        fd_close(&p[i][1]);
+    }
+}
+
+/* Run CMDLINE to its end or its deadline. Returns 0 when it exited by
+ * itself (its status in R->status; R->out, R->tail filled), -ETIMEDOUT or
+ * -EMSGSIZE when it was killed, -errno when it could not start. The child
+ * is always reaped. */
+static int run_cmd(struct run *r, const char *cmdline, char *const *envp, double timeout_s)
+{
+    int p[3][2];
+    *r = (struct run){.pid = -1, .pidfd = -1, .fd_out = -1, .fd_err = -1};
+    int k = pipes_open(p);
+    if (k >= 0)
+        k = spawn_sh(cmdline, envp, p[0][0], p[1][1], p[2][1], &r->pid);
+    if (k < 0) {
+        pipes_close(p);
+        return k;
+    }
+    uint64_t deadline = now_monotonic_ns() + (uint64_t)(timeout_s * NS_PER_S);
+    r->fd_out = TAKE_FD(p[1][0]);
+    r->fd_err = TAKE_FD(p[2][0]);
+    pipes_close(p);
+#ifdef SYS_pidfd_open
+    r->pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0); /* -1 before Linux 5.3: polling */
+#endif
+    k = run_wait(r, deadline);
+    if (k == 0)
+        k = run_drain(r, deadline);
+    if (k < 0)
+        run_kill(r);
+    int reaped = run_reap(r);
+    if (k == 0 && reaped < 0)
+        k = reaped;
+    fd_close(&r->pidfd);
+    fd_close(&r->fd_out);
+    fd_close(&r->fd_err);
+    if (k < 0)
+        free(TAKE_PTR(r->out.p));
+    return k;
+}
+
+/* ---- one templated call ---------------------------------------------------- */
+
+struct job {
+    const struct site *site;
+    const struct site_host *host;
+    const char *key;     /* "list", "migrate", ... */
+    const char *tmpl;    /* NULL: not configured */
+    const char *allowed; /* FX_EXEC_ALLOW_* */
+    struct tvar vars[6];
+    size_t n_vars;
+    bool creds; /* the BMC credentials in the environment */
+    double timeout_s;
+    char who[256]; /* "host h1: list command" */
+};
+
+static double exec_timeout_s(const struct site *s)
+{
+    double t = s->exec.timeout_s;
+    return t > 0 ? t : CMD_TIMEOUT_S;
+}
+
+static void job_init(struct job *j, const struct site *s, size_t hi, const char *key,
+                     const char *tmpl)
+{
+    const struct site_host *h = &s->hosts[hi];
+    *j = (struct job){.site = s,
+                      .host = h,
+                      .key = key,
+                      .tmpl = tmpl,
+                      .allowed = fx_exec_template_allowed(key),
+                      .timeout_s = exec_timeout_s(s)};
+    j->vars[j->n_vars++] = (struct tvar){"host", h->name};
+    j->vars[j->n_vars++] = (struct tvar){"uri", h->uri};
+    j->vars[j->n_vars++] = (struct tvar){"bmc", h->bmc};
+    snprintf(j->who, sizeof(j->who), "host %s: %s command", h->name, key);
+}
+
+static bool env_ours(const char *e)
+{
+    return strncmp(e, "WATT_BMC_USER=", 14) == 0 || strncmp(e, "WATT_BMC_PASSWORD=", 18) == 0;
+}
+
+/* The process's environment without WATT_BMC_*, plus the host's
+ * credentials when J asks for them. V[0..n) point into environ, the rest
+ * is owned. */
+struct env {
+    char **v;
+    size_t n_borrowed, n;
+};
+
+static void env_build(const struct job *j, struct env *e)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    *e = (struct env){.v = xcalloc(n + 3, sizeof(char *))};
+    for (size_t i = 0; i < n; i++)
+        if (!env_ours(environ[i]))
+            e->v[e->n++] = environ[i];
+    e->n_borrowed = e->n;
+    if (j->creds && j->host->bmc_user)
+        e->v[e->n++] = xasprintf("WATT_BMC_USER=%s", j->host->bmc_user);
+    if (j->creds && j->host->bmc_password)
+        e->v[e->n++] = xasprintf("WATT_BMC_PASSWORD=%s", j->host->bmc_password);
+}
+
+static void env_free(struct env *e)
+{
+    for (size_t i = e->n_borrowed; i < e->n; i++)
+        free(e->v[i]);
+    free(e->v);
+}
+
+/* The stderr tail on one line: controls as spaces, runs of spaces as one,
+ * no cut UTF-8 sequence at the start. */
+static void tail_clean(const struct run *r, char *out, size_t size)
+{
+    size_t i = 0, o = 0;
+    while (i < r->n_tail && ((unsigned char)r->tail[i] & 0xc0) == 0x80)
+        i++;
+    for (; i < r->n_tail && o + 1 < size; i++) {
+        unsigned char c = (unsigned char)r->tail[i];
+        if (c < 0x20 || c == 0x7f)
+            c = ' ';
+        if (c == ' ' && (o == 0 || out[o - 1] == ' '))
+            continue;
+        out[o++] = (char)c;
+    }
+    while (o > 0 && out[o - 1] == ' ')
+        o--;
+    out[o] = '\0';
+}
+
+/* ERR = "WHO WHAT: TAIL", the tail cut at its start to fit. */
+static void fail_with_tail(struct fleet_error *err, const struct job *j, const struct run *r,
+                           const char *what)
+{
+    char tail[CMD_TAIL_MAX + 1];
+    if (!err)
+        return;
+    tail_clean(r, tail, sizeof(tail));
+    int n = snprintf(err->msg, sizeof(err->msg), "%s %s", j->who, what);
+    size_t room = n >= 0 && (size_t)n + 3 < sizeof(err->msg) ? sizeof(err->msg) - (size_t)n - 3 : 0;
+    size_t len = strlen(tail);
+    if (len > 0 && room > 0)
+        snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s",
+                 tail + (len > room ? len - room : 0));
+}
+
+static int job_fail(const struct job *j, const struct run *r, int k, struct fleet_error *err)
+{
+    char what[96];
+    if (k == -ETIMEDOUT) {
+        snprintf(what, sizeof(what), "timed out after %g s and was killed", j->timeout_s);
+    } else if (k == -EMSGSIZE) {
+        snprintf(what, sizeof(what), "printed more than %u bytes and was killed", CMD_OUT_MAX);
+    } else if (k < 0) {
+        fleet_error_set(err, "%s could not run: %s", j->who, strerror(-k));
+        return k;
+    } else if (WIFEXITED(r->status)) {
+        snprintf(what, sizeof(what), "exited %d", WEXITSTATUS(r->status));
+        k = -EIO;
+    } else {
+        int sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
+        snprintf(what, sizeof(what), "was killed by signal %d (%s)", sig, strsignal(sig));
+        k = -EIO;
+    }
+    fail_with_tail(err, j, r, what);
+    return k;
+}
+
+/* Run J; on success its stdout (NUL-terminated, owned) in RET. */
+static int job_run(struct job *j, struct buf *ret, struct fleet_error *err)
+{
+    if (!j->tmpl) {
+        fleet_error_set(err, "host %s: no %s command configured (%s in %s's [exec] section)",
+                        j->host->name, j->key, j->key,
+                        j->site->origin ? j->site->origin : "fleet.ini");
+        return -EOPNOTSUPP;
+    }
+    struct fleet_error e;
+    int k = fx_exec_template_check(j->tmpl, j->allowed, &e);
+    if (k < 0) {
+        fleet_error_set(err, "%s: %s", j->who, e.msg);
+        return k;
+    }
+    _cleanup_free_ char *cmdline = template_expand(j->tmpl, j->vars, j->n_vars);
+    struct env env;
+    struct run r;
+    double t = j->timeout_s > CMD_TIMEOUT_MAX_S ? CMD_TIMEOUT_MAX_S : j->timeout_s;
+    env_build(j, &env);
+    k = run_cmd(&r, cmdline, env.v, t);
+    env_free(&env);
+    if (k < 0 || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+        free(r.out.p);
+        return job_fail(j, &r, k, err);
+    }
+    if (!r.out.p)
+        buf_add(&r.out, "", 0);
+    if (memchr(r.out.p, '\0', r.out.n)) {
+        fleet_error_set(err, "%s printed a NUL byte", j->who);
+        free(r.out.p);
+        return -EINVAL;
+    }
+    *ret = r.out;
+    return 0;
+}
+
+static int host_check(const struct site *s, size_t hi, const char *key, struct fleet_error *err)
+{
+    if (hi < s->n_hosts)
+        return 0;
+    fleet_error_set(err, "exec %s: no host #%zu (the site has %zu)", key, hi, s->n_hosts);
+    return -EINVAL;
+}
+
+/* ---- parsing what the commands print -------------------------------------- */
+
+/* A decimal number without sign or spaces. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+    if (!isdigit((unsigned char)*s))
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end)
+        return -EINVAL;
+    if (errno == ERANGE || v > max)
+        return -ERANGE;
+    *ret = v;
+    return 0;
+}
+
+static int parse_state(const char *s, struct fx_domain *d)
+{
+    if (streq(s, "running"))
+        d->running = d->active = true;
+    else if (streq(s, "paused") || streq(s, "other"))
+        d->active = true;
+    else if (!streq(s, "shutoff"))
+        return -EINVAL;
+    return 0;
+}
+
+/* Fill D from the fields of one line; on error WHY says what is wrong. */
+static int list_fields(char **f, size_t n, struct fx_domain *d, char *why, size_t size)
+{
+    static const char *const names[] = {"CPU_NS", "MEM_KIB", "VCPUS"};
+    uint64_t v[3];
+    if (n != 5) {
+        snprintf(why, size, "expected 5 fields NAME STATE CPU_NS MEM_KIB VCPUS, found %s%zu",
+                 n > 5 ? "more than " : "", n > 5 ? (size_t)5 : n);
+        return -EINVAL;
+    }
+    if (parse_state(f[1], d) < 0) {
+        snprintf(why, size, "STATE '%.40s' is not running, paused, shutoff or other", f[1]);
+        return -EINVAL;
+    }
+    for (int i = 0; i < 3; i++) {
+        int k = parse_u64(f[2 + i], i == 2 ? UINT_MAX : UINT64_MAX, &v[i]);
+        if (k < 0) {
+            snprintf(why, size, "%s '%.40s' is %s", names[i], f[2 + i],
+                     k == -ERANGE ? "out of range" : "not a number");
+            return k;
+        }
+    }
+    d->cpu_ns = v[0];
+    d->mem_kib = v[1];
+    d->vcpus = (unsigned)v[2];
+    d->persistent = true;
+    return 0;
+}
+
+static int list_line(char *line, struct fx_list *l, size_t *cap, char *why, size_t size)
+{
+    char *f[6], *save = NULL;
+    size_t n = 0;
+    for (char *t = strtok_r(line, " \t\r", &save); t && n < 6; t = strtok_r(NULL, " \t\r", &save))
+        f[n++] = t;
+    if (n == 0 || f[0][0] == '#')
+        return 0;
+    struct fx_domain d = {0};
+    int k = list_fields(f, n, &d, why, size);
+    if (k < 0)
+        return k;
+    d.name = xstrdup(f[0]);
+    l->v = grow_array(l->v, sizeof(*l->v), l->n, cap);
+    l->v[l->n++] = d;
+    return 0;
+}
+
+struct named_line {
+    const char *name;
+    int line;
+};
+
+static int cmp_named_line(const void *a, const void *b)
+{
+    const struct named_line *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* The first line that lists a VM an earlier line listed (0: none), and its
+ * name. Sorted, not a scan per line: a 1 MiB list holds 50,000 VMs. */
+static int first_repeat(const struct fx_list *l, const int *lines, const char **ret_name)
+{
+    if (l->n < 2)
+        return 0;
+    struct named_line *v = xcalloc(l->n, sizeof(*v));
+    for (size_t i = 0; i < l->n; i++)
+        v[i] = (struct named_line){l->v[i].name, lines[i]};
+    qsort(v, l->n, sizeof(*v), cmp_named_line);
+    int first = 0;
+    for (size_t i = 1; i < l->n; i++)
+        if (streq(v[i].name, v[i - 1].name) && (i < 2 || !streq(v[i].name, v[i - 2].name)) &&
+            (!first || v[i].line < first)) {
+            first = v[i].line;
+            *ret_name = v[i].name;
+        }
+    free(v);
+    return first;
+}
+
+int fx_exec_list_parse(char *text, const char *who, struct fx_list *ret, struct fleet_error *err)
+{
+    struct fx_list l = {0};
+    size_t cap = 0, lines_cap = 0;
+    _cleanup_free_ int *lines = NULL; /* the line of each VM */
+    int line = 0, k = 0;
+    char why[192];
+    char *save = NULL;
+    for (char *p = text; p; p = save) {
+        save = strchr(p, '\n');
+        if (save)
+            *save++ = '\0';
+        line++;
+        size_t n = l.n;
+        k = list_line(p, &l, &cap, why, sizeof(why));
+        if (k < 0)
+            break;
+        if (l.n > n) {
+            lines = grow_array(lines, sizeof(*lines), n, &lines_cap);
+            lines[n] = line;
+        }
+    }
+    /* a VM listed twice on an earlier line is the first error */
+    const char *name = NULL;
+    int repeat = first_repeat(&l, lines, &name);
+    if (repeat) {
+        fleet_error_set(err, "%s output line %d: VM '%.80s' listed twice", who, repeat, name);
+        k = -EINVAL;
+    } else if (k < 0) {
+        fleet_error_set(err, "%s output line %d: %s", who, line, why);
+    }
+    if (k < 0) {
+        fx_list_free(&l);
+        return -EINVAL;
+    }
+    l.t_ns = now_monotonic_ns();
+    *ret = l;
+    return 0;
+}
+
+/* TEXT without the white space around it, in place. */
+static char *strip(char *text)
+{
+    while (isspace((unsigned char)*text))
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && isspace((unsigned char)text[n - 1]))
+        text[--n] = '\0';
+    return text;
+}
+
+/* ---- the VM engine ----------------------------------------------------------- */
+
+struct exec_vms {
+    struct fx_vms pub; /* first: the engine is cast from it */
+    const struct site *site;
+};
+
+static int exec_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fleet_error *err)
+{
+    const struct site *s = ((struct exec_vms *)x)->site;
+    struct job j;
+    struct buf out;
+    int k = host_check(s, hi, "list", err);
+    if (k < 0)
+        return k;
+    job_init(&j, s, hi, "list", s->exec.list);
+    k = job_run(&j, &out, err);
+    if (k < 0)
+        return k;
+    k = fx_exec_list_parse(out.p, j.who, ret, err);
+    free(out.p);
+    return k;
+}
+
+static int exec_migrate(struct fx_vms *x, const char *vm, size_t src, size_t dst, double timeout_s,
+                        struct fleet_error *err)
+{
+    const struct site *s = ((struct exec_vms *)x)->site;
+    struct job j;
+    struct buf out;
+    int k = host_check(s, src, "migrate", err);
+    if (k >= 0)
+        k = host_check(s, dst, "migrate", err);
+    if (k < 0)
+        return k;
+    job_init(&j, s, src, "migrate", s->exec.migrate);
+    j.n_vars = 2; /* {host} and {uri}: the source's; no {bmc} */
+    j.vars[j.n_vars++] = (struct tvar){"vm", vm};
+    j.vars[j.n_vars++] = (struct tvar){"src", s->hosts[src].name};
+    j.vars[j.n_vars++] = (struct tvar){"dst", s->hosts[dst].name};
+    j.vars[j.n_vars++] = (struct tvar){"dst_uri", s->hosts[dst].uri};
+    snprintf(j.who, sizeof(j.who), "host %s: migrate command for VM '%.96s' to %s",
+             s->hosts[src].name, vm, s->hosts[dst].name);
+    if (timeout_s > 0)
+        j.timeout_s = timeout_s;
+    k = job_run(&j, &out, err);
+    if (k < 0)
+        return k;
+    free(out.p);
+    return 0;
+}
+
+static void exec_vms_close(struct fx_vms *x)
+{
+    free(x);
+}
+
+/* Each configured template of KEYS, checked once at open. */
+static int check_keys(const struct site *s, const char *const *keys, const char *const *tmpls,
+                      size_t n, struct fleet_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct fleet_error e;
+        if (!tmpls[i] ||
+            fx_exec_template_check(tmpls[i], fx_exec_template_allowed(keys[i]), &e) >= 0)
+            continue;
+        fleet_error_set(err, "%s [exec] %s: %s", s->origin ? s->origin : "fleet.ini", keys[i],
+                        e.msg);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int fx_exec_vms_open(const struct site *site, struct fx_vms **ret, struct fleet_error *err)
+{
+    const char *const keys[] = {"list", "migrate"};
+    const char *const tmpls[] = {site->exec.list, site->exec.migrate};
+    int k = check_keys(site, keys, tmpls, ARRAY_SIZE(keys), err);
+    if (k < 0)
+        return k;
+    struct exec_vms *e = xcalloc(1, sizeof(*e));
+    e->pub = (struct fx_vms){
+        .name = "exec", .list = exec_list, .migrate = exec_migrate, .close = exec_vms_close};
+    e->site = site;
+    *ret = &e->pub;
+    return 0;
+}
+
+/* ---- the power engine ---------------------------------------------------- */
+
+struct exec_power {
+    struct fx_power pub; /* first: the engine is cast from it */
+    const struct site *site;
+};
+
+/* Run KEY's command for host HI; its stdout, stripped, in RET (owned). */
+static int power_run(struct fx_power *x, size_t hi, const char *key, const char *tmpl,
+                     struct job *j, struct buf *ret, struct fleet_error *err)
+{
+    const struct site *s = ((struct exec_power *)x)->site;
+    int k = host_check(s, hi, key, err);
+    if (k < 0)
+        return k;
+    job_init(j, s, hi, key, tmpl);
+    j->creds = true;
+    return job_run(j, ret, err);
+}
+
+static int exec_status(struct fx_power *x, size_t hi, enum fx_power_state *ret,
+                       struct fleet_error *err)
+{
+    const struct site *s = ((struct exec_power *)x)->site;
+    struct job j;
+    struct buf out;
+    int k = power_run(x, hi, "power_status", s->exec.power_status, &j, &out, err);
+    if (k < 0)
+        return k;
+    const char *v = strip(out.p);
+    if (strcasecmp(v, "on") == 0 || strcasecmp(v, "off") == 0) {
+        *ret = strcasecmp(v, "on") == 0 ? FX_POWER_ON : FX_POWER_OFF;
+    } else {
+        fleet_error_set(err, "%s printed '%.60s%s', expected on or off", j.who, v,
+                        strlen(v) > 60 ? "..." : "");
+        k = -EINVAL;
+    }
+    free(out.p);
+    return k;
+}
+
+static int exec_set(struct fx_power *x, size_t hi, bool on, struct fleet_error *err)
+{
+    const struct site *s = ((struct exec_power *)x)->site;
+    struct job j;
+    struct buf out;
+    int k = power_run(x, hi, on ? "power_on" : "power_off",
+                      on ? s->exec.power_on : s->exec.power_off, &j, &out, err);
+    if (k < 0)
+        return k;
+    free(out.p);
+    return 0;
+}
+
+static int exec_reading(struct fx_power *x, size_t hi, double *watts, struct fleet_error *err)
+{
+    const struct site *s = ((struct exec_power *)x)->site;
+    struct job j;
+    struct buf out;
+    int k = power_run(x, hi, "power_reading", s->exec.power_reading, &j, &out, err);
+    if (k < 0)
+        return k;
+    const char *v = strip(out.p);
+    char *end;
+    errno = 0;
+    double w = strtod(v, &end);
+    if (*v && !*end && errno == 0 && isfinite(w) && w >= 0) {
+        *watts = w;
+    } else {
+        fleet_error_set(err, "%s printed '%.60s%s', expected watts (a number >= 0)", j.who, v,
+                        strlen(v) > 60 ? "..." : "");
+        k = -EINVAL;
+    }
+    free(out.p);
+    return k;
+}
+
+static void exec_power_close(struct fx_power *x)
+{
+    free(x);
+}
+
+int fx_exec_power_open(const struct site *site, struct fx_power **ret, struct fleet_error *err)
+{
+    const char *const keys[] = {"power_on", "power_off", "power_status", "power_reading"};
+    const char *const tmpls[] = {site->exec.power_on, site->exec.power_off, site->exec.power_status,
+                                 site->exec.power_reading};
+    int k = check_keys(site, keys, tmpls, ARRAY_SIZE(keys), err);
+    if (k < 0)
+        return k;
+    struct exec_power *e = xcalloc(1, sizeof(*e));
+    e->pub = (struct fx_power){.name = "exec",
+                               .status = exec_status,
+                               .set = exec_set,
+                               .reading = exec_reading,
+                               .close = exec_power_close};
+    e->site = site;
+    *ret = &e->pub;
+    return 0;
+}
