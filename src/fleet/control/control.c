@@ -14,6 +14,7 @@
 
 #include "base/util.h"
 #include "fleet/control/control.h"
+#include "fleet/policy/policy.h"
 
 #define OBSERVE_THREADS 32
 
@@ -44,6 +45,7 @@ static void index_grow(struct controller *c)
 {
     size_t cap = c->vm_index_cap ? c->vm_index_cap * 2 : 64;
     free(c->vm_index);
+    watt_planner_free(c->planner);
     c->vm_index = xmalloc(cap * sizeof(*c->vm_index));
     for (size_t k = 0; k < cap; k++)
         c->vm_index[k] = -1;
@@ -65,7 +67,8 @@ int32_t ctl_vm_index(struct controller *c, const char *name, bool add)
     if (c->n_vm == c->cap_vm)
         c->vm = grow_array(c->vm, sizeof(*c->vm), c->n_vm, &c->cap_vm);
     struct ctl_vm *v = &c->vm[c->n_vm];
-    *v = (struct ctl_vm){.host = -1, .seen_on = -1, .prev_host = -1, .util = NAN};
+    *v = (struct ctl_vm){
+        .host = -1, .seen_on = -1, .prev_host = -1, .util = NAN, .pin = -1, .group = -1};
     snprintf(v->name, sizeof(v->name), "%s", name);
     /* the listed VMs are all added at open (and set managed there) */
     v->managed = !c->site->vms_listed;

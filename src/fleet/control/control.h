@@ -12,8 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "fleet/engine/exec.h"
 #include "fleet/control/site.h"
+#include "fleet/engine/exec.h"
+#include "fleet/model/view.h"
 
 /* What the controller believes of a host. */
 enum ctl_host_state {
@@ -35,6 +36,7 @@ struct ctl_host {
     bool hv_ok;              /* the hypervisor answered this tick */
     unsigned bmc_failures;   /* in a row: the BMC is asked again after a backoff */
     unsigned empty_ticks;    /* ticks in a row on with no domain running */
+    bool maintenance;        /* evacuated, kept out of plans */
     double bmc_next_s;       /* do not ask the BMC before this (backoff) */
     double since_s;          /* in this state since */
     double watts;            /* DCMI reading, NAN: none */
@@ -58,15 +60,19 @@ struct ctl_vm {
     unsigned migrations_day; /* begun in the last 24 h (journal) */
     double no_move_until_s;  /* after a failed migration: left alone for two ticks */
     bool managed;
+    int32_t pin;   /* the host it must run on, -1: any */
+    int32_t group; /* its anti-affinity group, -1: none */
 };
 
 enum ctl_action_kind { CTL_MIGRATE, CTL_POWER_ON, CTL_POWER_OFF };
 
 struct ctl_action {
     enum ctl_action_kind kind;
+    enum fleet_reason reason;
     int32_t vm; /* CTL_MIGRATE */
     int32_t src, dst;
-    int32_t host; /* power actions */
+    int32_t host;                        /* power actions */
+    double vm_mips, load_mips, cap_mips; /* the policy's forecast (model/view.h) */
     char why[160];
     /* after execution */
     int rc;
@@ -79,6 +85,7 @@ struct ctl_plan {
     char notes[8][256]; /* why something was not done ("min_hosts_on holds h1 on") */
     size_t n_notes;
     double forecast_mips, capacity_on_mips;
+    bool observing;                      /* the policy's history is short: only overloads act */
     double observe_s, plan_s, execute_s; /* what the tick took, wall */
 };
 
@@ -115,6 +122,7 @@ void controller_metrics(const struct controller *c, FILE *f);
 /* ---- internal, shared by the control_*.c files ---------------------- */
 
 struct ctl_journal;
+struct watt_planner;
 
 struct controller {
     const struct site *site;
@@ -127,6 +135,7 @@ struct controller {
     int32_t *vm_index; /* control.c: VMs by name (hash of indices, -1 empty) */
     size_t vm_index_cap;
     struct ctl_journal *journal;
+    struct watt_planner *planner; /* the policy, its tunables parsed once */
     int lock_fd;
     double now_s, start_s;
     unsigned long ticks;
@@ -141,8 +150,19 @@ void ctl_observe(struct controller *c);
 int32_t ctl_vm_index(struct controller *c, const char *name, bool add);
 
 /* control_plan.c */
-/* The watt policy tunables of fleet.ini's policy = "pack=0.8,...". */
-void ctl_policy_params(const struct controller *c, struct fleet_watt_params *ret);
+/* The watt policy tunables: fleet.ini's spare and max_migrations_per_vm_day,
+ * then its policy = "pack=0.8,..." over them, parsed once. */
+int ctl_policy_params(const struct site *site, struct fleet_watt_params *ret,
+                      struct fleet_error *err);
+/* The view the policy plans from: every VM of c->vm (index for index),
+ * those not planned for with host -1. Arrays owned by RET_BUF. */
+struct ctl_view_buf {
+    struct fleet_view_host *hosts;
+    struct fleet_view_vm *vms;
+    int32_t *lists;
+};
+void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ctl_view_buf *buf);
+void ctl_view_free(struct ctl_view_buf *buf);
 int ctl_plan_make(struct controller *c, struct ctl_plan *ret);
 void ctl_plan_free(struct ctl_plan *p);
 void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,10 +1,10 @@
-/* The plan: the simulator's watt policy (src/fleet/policy/watt.c), the
- * very code `watt fleet sim` measures, run on a snapshot of the real
- * fleet. Each tick builds a simulator state from what was observed (hosts
- * on or off, VMs where they run, their CPU history and memory), lets the
- * policy make its moves, and reads them back as actions: migrations it
- * started, hosts it switched on or off. The controller then applies its
- * own limits on top (control_act.c checks safety again before acting). */
+/* The plan: the watt policy (src/fleet/policy/watt.c), the very code
+ * `watt fleet sim` measures, on a view of the real fleet. Each tick builds
+ * a fleet view from what was observed (hosts on or off, VMs where they
+ * run, their CPU history and memory, the operator's constraints), the
+ * pure policy returns its actions with their reasons and forecasts, and
+ * the controller applies its own limits on top (control_act.c checks
+ * safety again before acting). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,25 +14,17 @@
 
 #include "base/util.h"
 #include "fleet/control/control.h"
-#include "fleet/sim/sim.h"
+#include "fleet/policy/policy.h"
 
-struct snapshot {
-    struct sim s;
-    struct fleet_scenario sc;
-    struct fleet_options opt;
-    struct fleet_policy pol;
-    struct fleet_vm_type vm_type;
-    int32_t *sim_vm; /* per sim VM: its controller VM */
-    char *params;
-};
-
-void ctl_policy_params(const struct controller *c, struct fleet_watt_params *ret)
+int ctl_policy_params(const struct site *site, struct fleet_watt_params *ret,
+                      struct fleet_error *err)
 {
-    struct fleet_error err;
-    /* site_parse() refused a policy that does not parse: the defaults are
-     * for a site built by hand */
-    if (fleet_watt_params_parse(c->site->policy, ret, &err) < 0)
-        fleet_watt_params_parse(NULL, ret, &err);
+    /* fleet.ini's limits first, its policy string over them (a later key
+     * wins), as docs/fleet-run.md says */
+    _cleanup_free_ char *text =
+        xasprintf("spare=%.17g,per_vm_day=%.17g%s%s", site->limits.spare, site->limits.per_vm_day,
+                  site->policy ? "," : "", site->policy ? site->policy : "");
+    return fleet_watt_params_parse(text, ret, err);
 }
 
 void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...)
@@ -60,9 +52,9 @@ static struct ctl_action *add_action(struct ctl_plan *p)
     return a;
 }
 
-/* A VM's forecast demand, MIPS: the largest of its recent samples (at
- * least the policy's quantile of them), at least its demand now; with no
- * sample yet, its whole size. */
+/* The safety check's forecast of a VM, MIPS: stricter than the policy's
+ * (docs/fleet-run.md): the largest of its last WINDOW samples (the
+ * policy takes a quantile of them), its whole size with no sample. */
 static double vm_forecast(const struct controller *c, const struct ctl_vm *v, size_t window)
 {
     double mips = c->site->limits.vm_mips * (v->vcpus ? v->vcpus : 1);
@@ -74,171 +66,194 @@ static double vm_forecast(const struct controller *c, const struct ctl_vm *v, si
     return top * mips;
 }
 
+static const struct fleet_watt_params *params(struct controller *c)
+{
+    if (!c->planner) {
+        struct fleet_watt_params wp;
+        struct fleet_error err;
+        /* site_parse() refused a policy that does not parse: the defaults
+         * are for a site built by hand */
+        if (ctl_policy_params(c->site, &wp, &err) < 0)
+            fleet_watt_params_parse(NULL, &wp, &err);
+        c->planner = watt_planner_new(&wp);
+    }
+    return watt_planner_params(c->planner);
+}
+
 void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, double *ret_need)
 {
     const struct site *site = c->site;
-    struct fleet_watt_params wp;
-    ctl_policy_params(c, &wp);
-    double pack = wp.pack, cap = 0, need = 0;
+    const struct fleet_watt_params *wp = params((struct controller *)c);
+    double cap = 0, need = 0;
     for (size_t hi = 0; hi < site->n_hosts; hi++) {
         const struct ctl_host *h = &c->hosts[hi];
-        if ((int32_t)hi == skip || (h->state != CTL_ON && h->state != CTL_BOOTING))
+        if ((int32_t)hi == skip || (h->state != CTL_ON && h->state != CTL_BOOTING) ||
+            h->maintenance)
             continue;
-        cap += fleet_host_type_mips(&site->types.types[site->hosts[hi].type]) * pack;
+        cap += fleet_host_type_mips(&site->types.types[site->hosts[hi].type]) * wp->pack;
     }
     for (size_t i = 0; i < c->n_vm; i++)
         if (c->vm[i].host >= 0)
-            need += vm_forecast(c, &c->vm[i], (size_t)wp.window);
+            need += vm_forecast(c, &c->vm[i], (size_t)wp->window);
     *ret_cap = cap;
-    *ret_need = need * (1 + site->limits.spare);
+    *ret_need = need * (1 + wp->spare);
 }
 
-static enum sim_power sim_power(enum ctl_host_state s)
+static enum fleet_power view_power(enum ctl_host_state s)
 {
     switch (s) {
     case CTL_ON:
-        return SIM_ON;
+        return FLEET_ON;
     case CTL_BOOTING:
-        return SIM_BOOTING;
+        return FLEET_BOOTING;
     case CTL_OFF:
+        return FLEET_OFF;
     case CTL_STOPPING:
     case CTL_UNREACHABLE:
     case CTL_UNKNOWN:
     default:
-        /* not usable; a switch-on the policy asks for is refused later
-         * unless the host really is off */
-        return SIM_OFF;
+        return FLEET_UNUSABLE; /* never a target, never switched */
     }
 }
 
-static void build_hosts(struct controller *c, struct snapshot *sn)
+/* Only VMs seen once, on a host that is on, are planned for. */
+static bool planned(const struct controller *c, const struct ctl_vm *v)
+{
+    return v->host >= 0 && v->copies == 1 && c->hosts[v->host].state == CTL_ON;
+}
+
+void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ctl_view_buf *buf)
 {
     const struct site *site = c->site;
-    struct sim *s = &sn->s;
-    s->n_hosts = site->n_hosts;
-    s->hosts = xcalloc(s->n_hosts, sizeof(*s->hosts));
-    for (size_t hi = 0; hi < s->n_hosts; hi++) {
-        struct sim_host *h = &s->hosts[hi];
-        h->type = &site->types.types[site->hosts[hi].type];
-        h->cap = fleet_host_type_mips(h->type);
-        h->power = sim_power(c->hosts[hi].state);
-        /* a host with less memory than its type says: plan with what it
-         * has (the memory it lacks counts as used) */
-        double real_mb = (double)c->hosts[hi].mem_kib / 1024;
-        if (c->hosts[hi].mem_kib && real_mb < h->type->ram_mb)
-            h->ram_used = h->type->ram_mb - real_mb;
-    }
-}
-
-static void build_vms(struct controller *c, struct snapshot *sn)
-{
-    struct sim *s = &sn->s;
-    s->vms = xcalloc(c->n_vm ? c->n_vm : 1, sizeof(*s->vms));
-    sn->sim_vm = xcalloc(c->n_vm ? c->n_vm : 1, sizeof(int32_t));
-    for (size_t i = 0; i < c->n_vm; i++) {
+    size_t nh = site->n_hosts, nv = c->n_vm;
+    buf->hosts = xcalloc(nh ? nh : 1, sizeof(*buf->hosts));
+    buf->vms = xcalloc(nv ? nv : 1, sizeof(*buf->vms));
+    buf->lists = xcalloc(nv ? nv : 1, sizeof(int32_t));
+    for (size_t i = 0; i < nv; i++) {
         const struct ctl_vm *cv = &c->vm[i];
-        /* only VMs seen once, on a host that is on, are planned for */
-        if (cv->host < 0 || cv->copies != 1 || c->hosts[cv->host].state != CTL_ON)
-            continue;
-        size_t k = s->n_vms++;
-        struct sim_vm *v = &s->vms[k];
-        sn->sim_vm[k] = (int32_t)i;
-        v->type = &sn->vm_type;
-        v->pes = cv->vcpus ? cv->vcpus : 1;
-        v->mips = c->site->limits.vm_mips;
-        v->ram_mb = cv->mem_mb;
-        v->host = cv->host;
+        struct fleet_view_vm *v = &buf->vms[i];
+        v->host = planned(c, cv) ? cv->host : -1;
         v->dest = -1;
-        v->alive = v->born = true;
+        v->pes = cv->vcpus ? cv->vcpus : 1;
+        v->mips = site->limits.vm_mips;
+        v->ram_mb = cv->mem_mb;
         double u = isnan(cv->util) ? 1.0 : cv->util; /* unknown: its whole size */
         v->req = u * v->mips * v->pes;
-        v->hist_n = (uint8_t)(cv->hist_n < VM_HISTORY ? cv->hist_n : VM_HISTORY);
-        memcpy(v->hist, cv->hist, v->hist_n * sizeof(double));
-        /* a VM not ours to move (not listed in vms =) never moves */
-        v->migrations_day = cv->managed ? (uint16_t)fmin(cv->migrations_day, 65534) : UINT16_MAX;
-        if (c->now_s < cv->no_move_until_s) /* its last migration failed: not yet again */
-            v->migrations_day = UINT16_MAX;
-        struct sim_host *h = &s->hosts[v->host];
-        sim_host_add_vm(h, (int32_t)k);
-        h->ram_used += v->ram_mb;
+        v->hist = cv->hist;
+        v->hist_n = cv->hist_n < ARRAY_SIZE(cv->hist) ? cv->hist_n : ARRAY_SIZE(cv->hist);
+        v->migrations_day = cv->migrations_day;
+        /* not ours to move (not listed in vms =), or its last migration
+         * failed: left alone */
+        v->fixed = !cv->managed || c->now_s < cv->no_move_until_s;
+        v->pin = cv->pin;
+        v->group = cv->group;
     }
+    size_t off = 0;
+    for (size_t hi = 0; hi < nh; hi++) {
+        const struct ctl_host *ch = &c->hosts[hi];
+        struct fleet_view_host *h = &buf->hosts[hi];
+        h->type = &site->types.types[site->hosts[hi].type];
+        h->power = view_power(ch->state);
+        /* a host with less memory than its type says: plan with what it
+         * has (the memory it lacks counts as used) */
+        double real_mb = (double)ch->mem_kib / 1024;
+        if (ch->mem_kib && real_mb < h->type->ram_mb)
+            h->ram_used_mb = h->type->ram_mb - real_mb;
+        h->vms = &buf->lists[off];
+        for (size_t i = 0; i < nv; i++)
+            if (buf->vms[i].host == (int32_t)hi) {
+                buf->lists[off++] = (int32_t)i;
+                h->n_vms++;
+                h->ram_used_mb += buf->vms[i].ram_mb;
+            }
+        /* the policy counts this decision itself: empty_ticks here is
+         * the decisions before it */
+        h->empty_ticks = ch->empty_ticks ? ch->empty_ticks - 1 : 0;
+        h->maintenance = ch->maintenance;
+    }
+    *ret = (struct fleet_view){
+        .hosts = buf->hosts,
+        .n_hosts = nh,
+        .vms = buf->vms,
+        .n_vms = nv,
+        .types = site->types.types,
+        .n_types = site->types.n_types,
+        .max_migrations_per_host = site->limits.per_host,
+        .hard_ram = true,
+        .manage_power = true,
+        .warm = true,
+    };
 }
 
-static void snapshot_free(struct snapshot *sn)
+void ctl_view_free(struct ctl_view_buf *buf)
 {
-    watt_policy_free(&sn->s);
-    for (size_t hi = 0; hi < sn->s.n_hosts; hi++)
-        free(sn->s.hosts[hi].vms);
-    free(sn->s.hosts);
-    free(sn->s.vms);
-    free(sn->s.migs);
-    free(sn->sim_vm);
-    free(sn->params);
+    free(buf->hosts);
+    free(buf->vms);
+    free(buf->lists);
+    *buf = (struct ctl_view_buf){0};
 }
 
-static int snapshot_make(struct controller *c, struct snapshot *sn, struct fleet_error *err)
+/* The policy's actions, with their reasons in words. */
+static void collect(const struct controller *c, const struct fleet_plan *fp, struct ctl_plan *p)
 {
     const struct site *site = c->site;
-    *sn = (struct snapshot){0};
-    fleet_options_default(&sn->opt);
-    sn->opt.compat = false;
-    sn->opt.hard_ram = true;
-    sn->opt.interval_s = site->limits.interval_s;
-    sn->opt.max_migrations_per_host = site->limits.per_host;
-    /* the controller counts empty ticks itself (a snapshot has no past),
-     * and per-VM migrations come from the journal */
-    sn->params = xasprintf("spare=%g,per_vm_day=%g%s%s,off_after=0", site->limits.spare,
-                           site->limits.per_vm_day, site->policy ? "," : "",
-                           site->policy ? site->policy : "");
-    sn->opt.watt_params = sn->params;
-    sn->pol = (struct fleet_policy){.alloc = FLEET_WATT, .name = "watt"};
-    snprintf(sn->vm_type.name, sizeof(sn->vm_type.name), "vm");
-    sn->vm_type.mips = site->limits.vm_mips;
-    sn->vm_type.pes = 1;
-    sn->sc =
-        (struct fleet_scenario){.hosts = &site->types, .vm_types = &sn->vm_type, .n_vm_types = 1};
-    struct sim *s = &sn->s;
-    s->sc = &sn->sc;
-    s->pol = &sn->pol;
-    s->opt = &sn->opt;
-    s->types = site->types.types;
-    build_hosts(c, sn);
-    build_vms(c, sn);
-    return watt_policy_init(s, err);
-}
-
-/* Read the policy's moves back as actions. */
-static void collect(struct controller *c, struct snapshot *sn, const enum sim_power *before,
-                    struct ctl_plan *p)
-{
-    struct sim *s = &sn->s;
-    for (size_t i = 0; i < s->n_migs; i++) {
+    for (size_t i = 0; i < fp->n; i++) {
+        const struct fleet_action *f = &fp->v[i];
         struct ctl_action *a = add_action(p);
-        a->kind = CTL_MIGRATE;
-        a->vm = sn->sim_vm[s->migs[i].vm];
-        a->src = s->migs[i].src;
-        a->dst = s->migs[i].dst;
-        const struct sim_host *src = &s->hosts[a->src];
-        double load = 0;
-        for (size_t k = 0; k < s->n_vms; k++)
-            if (s->vms[k].host == a->src)
-                load += s->vms[k].req;
-        snprintf(a->why, sizeof(a->why), "%s was at %.0f %% of its %.0f MIPS",
-                 c->site->hosts[a->src].name, 100 * load / src->cap, src->cap);
-    }
-    for (size_t hi = 0; hi < s->n_hosts; hi++) {
-        enum sim_power now = s->hosts[hi].power;
-        if (before[hi] == SIM_OFF && now == SIM_BOOTING) {
-            struct ctl_action *a = add_action(p);
+        a->reason = f->reason;
+        a->vm_mips = f->vm_mips;
+        a->load_mips = f->load_mips;
+        a->cap_mips = f->cap_mips;
+        switch (f->kind) {
+        case FLEET_ACT_MIGRATE:
+            a->kind = CTL_MIGRATE;
+            a->vm = f->vm;
+            a->src = f->src;
+            a->dst = f->dst;
+            break;
+        case FLEET_ACT_POWER_ON:
             a->kind = CTL_POWER_ON;
-            a->host = (int32_t)hi;
-            snprintf(a->why, sizeof(a->why), "spare capacity below %.0f %% of the forecast",
-                     c->site->limits.spare * 100);
-        } else if (before[hi] == SIM_ON && now == SIM_OFF) {
-            struct ctl_action *a = add_action(p);
+            a->host = f->host;
+            break;
+        case FLEET_ACT_POWER_OFF:
             a->kind = CTL_POWER_OFF;
-            a->host = (int32_t)hi;
-            snprintf(a->why, sizeof(a->why), "empty, and the others cover the forecast");
+            a->host = f->host;
+            break;
+        }
+        const char *src = a->src >= 0 ? site->hosts[a->src].name : "";
+        switch (f->reason) {
+        case FLEET_WHY_OVERLOAD:
+            snprintf(a->why, sizeof(a->why),
+                     "%s is forecast at %.0f %% of its %.0f MIPS; this VM at %.0f MIPS", src,
+                     100 * f->load_mips / f->cap_mips, f->cap_mips, f->vm_mips);
+            break;
+        case FLEET_WHY_DRAIN:
+            snprintf(a->why, sizeof(a->why),
+                     "%s is forecast at %.0f %% of its %.0f MIPS: emptied so it can go off", src,
+                     100 * f->load_mips / f->cap_mips, f->cap_mips);
+            break;
+        case FLEET_WHY_MAINTENANCE:
+            snprintf(a->why, sizeof(a->why), "%s is in maintenance", src);
+            break;
+        case FLEET_WHY_PIN:
+            snprintf(a->why, sizeof(a->why), "pinned to %s", site->hosts[a->dst].name);
+            break;
+        case FLEET_WHY_AFFINITY:
+            snprintf(a->why, sizeof(a->why), "shares %s with a VM of its anti-affinity group", src);
+            break;
+        case FLEET_WHY_TARGET:
+            snprintf(a->why, sizeof(a->why), "a VM that must move needs a host");
+            break;
+        case FLEET_WHY_SPARE:
+            snprintf(a->why, sizeof(a->why),
+                     "forecast %.0f MIPS with %.0f %% spare; %.0f MIPS on with this host",
+                     f->load_mips, c->site->limits.spare * 100, f->cap_mips);
+            break;
+        case FLEET_WHY_IDLE:
+            snprintf(a->why, sizeof(a->why),
+                     "empty, and the others cover the forecast (%.0f of %.0f MIPS)", f->load_mips,
+                     f->cap_mips);
+            break;
         }
     }
 }
@@ -248,9 +263,6 @@ static void limit(struct controller *c, struct ctl_plan *p)
 {
     const struct site *site = c->site;
     unsigned migrations = 0, on = 0;
-    struct fleet_watt_params wp;
-    ctl_policy_params(c, &wp);
-    double off_after = wp.off_after;
     for (size_t hi = 0; hi < site->n_hosts; hi++)
         on += c->hosts[hi].state == CTL_ON || c->hosts[hi].state == CTL_BOOTING;
     size_t k = 0;
@@ -268,8 +280,6 @@ static void limit(struct controller *c, struct ctl_plan *p)
                           ctl_host_state_name(c->hosts[a->host].state));
         } else if (a->kind == CTL_POWER_ON) {
             on++;
-        } else if (a->kind == CTL_POWER_OFF && c->hosts[a->host].empty_ticks <= off_after) {
-            keep = false; /* empty for too short a time: the policy's off_after */
         } else if (a->kind == CTL_POWER_OFF &&
                    on <= (site->limits.min_hosts_on > 1 ? site->limits.min_hosts_on : 1)) {
             keep = false;
@@ -284,14 +294,15 @@ static void limit(struct controller *c, struct ctl_plan *p)
     p->n = k;
     /* fewer hosts on than min_hosts_on: switch on the first ones off */
     for (size_t hi = 0; hi < site->n_hosts && on < site->limits.min_hosts_on; hi++)
-        if (c->hosts[hi].state == CTL_OFF) {
-            bool planned = false;
+        if (c->hosts[hi].state == CTL_OFF && !c->hosts[hi].maintenance) {
+            bool planned_on = false;
             for (size_t i = 0; i < p->n; i++)
-                planned |= p->v[i].kind == CTL_POWER_ON && p->v[i].host == (int32_t)hi;
-            if (planned)
+                planned_on |= p->v[i].kind == CTL_POWER_ON && p->v[i].host == (int32_t)hi;
+            if (planned_on)
                 continue;
             struct ctl_action *a = add_action(p);
             a->kind = CTL_POWER_ON;
+            a->reason = FLEET_WHY_SPARE;
             a->host = (int32_t)hi;
             snprintf(a->why, sizeof(a->why), "min_hosts_on = %u", site->limits.min_hosts_on);
             on++;
@@ -300,23 +311,19 @@ static void limit(struct controller *c, struct ctl_plan *p)
 
 int ctl_plan_make(struct controller *c, struct ctl_plan *ret)
 {
-    struct snapshot sn;
     struct ctl_plan p = {0};
-    struct fleet_error err = {{0}};
-    int r = snapshot_make(c, &sn, &err);
-    if (r < 0) {
-        snprintf(c->last_error, sizeof(c->last_error), "%.480s (docs/fleet.md)", err.msg);
-        snapshot_free(&sn);
-        return r;
-    }
-    _cleanup_free_ enum sim_power *before = xcalloc(sn.s.n_hosts, sizeof(*before));
-    for (size_t hi = 0; hi < sn.s.n_hosts; hi++)
-        before[hi] = sn.s.hosts[hi].power;
-    watt_optimize(&sn.s);
-    collect(c, &sn, before, &p);
+    struct fleet_view v;
+    struct ctl_view_buf buf;
+    struct fleet_plan fp = {0};
+    params(c);
+    ctl_view_make(c, &v, &buf);
+    watt_plan(c->planner, &v, &fp);
+    collect(c, &fp, &p);
+    p.observing = fp.observing;
+    fleet_plan_free(&fp);
+    ctl_view_free(&buf);
     limit(c, &p);
     ctl_capacity(c, -1, &p.capacity_on_mips, &p.forecast_mips);
-    snapshot_free(&sn);
     *ret = p;
     return 0;
 }

@@ -124,14 +124,14 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
     s->saved_off = xcalloc(s->n_hosts + 1, sizeof(*s->saved_off));
     s->saved_ram = xcalloc(s->n_hosts, sizeof(*s->saved_ram));
     if (p->alloc == FLEET_WATT)
-        return watt_policy_init(s, err);
+        return sim_watt_init(s, err);
     return 0;
 }
 
 static void sim_free(struct sim *s)
 {
     if (s->pol && s->pol->alloc == FLEET_WATT)
-        watt_policy_free(s);
+        sim_watt_free(s);
     for (size_t hi = 0; hi < s->n_hosts; hi++)
         free(s->hosts[hi].vms);
     free(s->hosts);
@@ -156,7 +156,7 @@ static void sim_free(struct sim *s)
 static int32_t initial_host(struct sim *s, int32_t vi)
 {
     if (s->pol->alloc == FLEET_WATT)
-        return watt_initial_host(s, vi);
+        return sim_watt_place(s, vi);
     return cloudsim_initial_host(s, vi);
 }
 
@@ -239,7 +239,7 @@ static void optimize(struct sim *s)
         cloudsim_optimize(s);
         break;
     case FLEET_WATT:
-        watt_optimize(s);
+        sim_watt_decide(s);
         break;
     default:
         break;

@@ -6,6 +6,9 @@
 #include <stdint.h>
 
 #include "fleet/model/fleet.h"
+#include "fleet/model/view.h"
+
+struct watt_planner;
 
 #define VM_HISTORY 30 /* CloudSim's PowerVm.HISTORY_LENGTH */
 
@@ -56,6 +59,7 @@ struct sim_host {
     double c_hist[VM_HISTORY];
     double ram_used; /* requested RAM of VMs here */
     enum sim_power power;
+    uint32_t empty_ticks; /* decisions in a row it ended on and empty (realistic) */
     double boot_done_s;
     double off_since_s;
     /* state-history accounting (SLATAH) */
@@ -111,8 +115,16 @@ struct sim {
     double *saved_ram;
     size_t n_failed;             /* VMs no host could take at creation */
     double pending_req_integral; /* demand of VMs waiting for a host */
-    void *policy_state;          /* watt policy */
-    int check_rc;                /* first invariant broken (opt->check), with its message */
+    /* a pure policy (watt): its planner, the view handed to it, and the
+     * placement of new VMs (the cloud's scheduler, not the policy) */
+    struct watt_planner *planner;
+    struct fleet_view_host *view_hosts;
+    struct fleet_view_vm *view_vms;
+    double day_start_s;
+    double *w_per_mips;  /* per host: watts per MIPS at full load */
+    int32_t *fill_order; /* all hosts, most efficient type first, for t = 0 */
+    size_t *fill_pos;    /* per VM type: hosts before it are full for that type */
+    int check_rc;        /* first invariant broken (opt->check), with its message */
     struct fleet_error check_err;
 };
 
@@ -145,8 +157,10 @@ void sim_vm_finish(struct sim *s, int32_t vi);
 int32_t cloudsim_initial_host(struct sim *s, int32_t v);
 void cloudsim_optimize(struct sim *s);
 
-/* ---- policy/watt.c ---- */
-int watt_policy_init(struct sim *s, struct fleet_error *err);
-void watt_policy_free(struct sim *s);
-int32_t watt_initial_host(struct sim *s, int32_t v);
-void watt_optimize(struct sim *s);
+/* ---- watt.c: the watt policy (policy/watt.c) driven through a view ---- */
+int sim_watt_init(struct sim *s, struct fleet_error *err);
+void sim_watt_free(struct sim *s);
+/* Where a new VM goes when the policy is watt. */
+int32_t sim_watt_place(struct sim *s, int32_t v);
+/* Build the view, run the policy, apply its plan. */
+void sim_watt_decide(struct sim *s);
