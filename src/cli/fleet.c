@@ -33,6 +33,7 @@ struct fleet_cli {
     char **policies;
     size_t n_policies, cap_policies;
     const char *hosts_spec;
+    const char *constraints;
     const char *csv, *plot;
     bool json, markdown, quiet, series;
     size_t synthetic;
@@ -90,6 +91,8 @@ static void usage(FILE *f)
             "  --max-migrations N concurrent migrations per host (realistic, default 2)\n"
             "  --hard-ram         a VM holds its whole RAM on its host (CloudSim and the\n"
             "                     default check RAM only when a VM is created)\n"
+            "  --constraints FILE hosts in maintenance, pinned VMs, anti-affinity groups\n"
+            "                     (watt policy only; docs/fleet-formats.md)\n"
             "  --seed N           seed for RS selection and --synthetic (default 1)\n"
             "  --jobs N           parallel runs (default: the number of CPUs)\n"
             "  --json             one JSON document (docs/fleet-json.md)\n"
@@ -132,16 +135,27 @@ static int parse_number(const char *opt, const char *arg, double min, double *re
 static int parse_args(int argc, char **argv, struct fleet_cli *c)
 {
     static const struct option opts[] = {
-        {"trace", required_argument, NULL, 't'},  {"synthetic", required_argument, NULL, 'S'},
-        {"policy", required_argument, NULL, 'p'}, {"policies", required_argument, NULL, 'P'},
-        {"compat", required_argument, NULL, 'c'}, {"hosts", required_argument, NULL, 'H'},
-        {"seed", required_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
-        {"markdown", no_argument, NULL, 'm'},     {"csv", required_argument, NULL, 'C'},
-        {"plot", required_argument, NULL, 'o'},   {"jobs", required_argument, NULL, 'J'},
-        {"boot-s", required_argument, NULL, 'b'}, {"boot-j", required_argument, NULL, 'e'},
-        {"off-w", required_argument, NULL, 'w'},  {"max-migrations", required_argument, NULL, 'M'},
-        {"hard-ram", no_argument, NULL, 'R'},     {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {0},
+        {"trace", required_argument, NULL, 't'},
+        {"synthetic", required_argument, NULL, 'S'},
+        {"policy", required_argument, NULL, 'p'},
+        {"policies", required_argument, NULL, 'P'},
+        {"compat", required_argument, NULL, 'c'},
+        {"hosts", required_argument, NULL, 'H'},
+        {"seed", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"markdown", no_argument, NULL, 'm'},
+        {"csv", required_argument, NULL, 'C'},
+        {"plot", required_argument, NULL, 'o'},
+        {"jobs", required_argument, NULL, 'J'},
+        {"boot-s", required_argument, NULL, 'b'},
+        {"boot-j", required_argument, NULL, 'e'},
+        {"off-w", required_argument, NULL, 'w'},
+        {"max-migrations", required_argument, NULL, 'M'},
+        {"hard-ram", no_argument, NULL, 'R'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"constraints", required_argument, NULL, 'K'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     double v;
     int ch;
@@ -181,6 +195,9 @@ static int parse_args(int argc, char **argv, struct fleet_cli *c)
             break;
         case 'H':
             c->hosts_spec = optarg;
+            break;
+        case 'K':
+            c->constraints = optarg;
             break;
         case 's':
             if (parse_number("--seed", optarg, 0, &v) < 0)
@@ -336,6 +353,32 @@ static int load_hosts(const char *spec, struct fleet_hosts *ret)
     if (r < 0)
         text_printf(stderr, "watt fleet: %s\n", err.msg);
     return r;
+}
+
+/* --constraints FILE for each trace (VM names differ from trace to trace). */
+static int load_constraints(const struct fleet_cli *c, const struct fleet_hosts *hosts,
+                            const struct fleet_trace *traces, size_t n_traces,
+                            struct fleet_constraints *ret)
+{
+    struct stat st;
+    _cleanup_fclose_ FILE *f = fopen(c->constraints, "re");
+    if (!f || fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 64 << 20) {
+        text_printf(stderr, "watt fleet: cannot read constraints %s: %s\n", c->constraints,
+                    !f ? strerror(errno) : "not a regular file of at most 64 MiB");
+        return -EINVAL;
+    }
+    _cleanup_free_ char *text = xmalloc((size_t)st.st_size + 1);
+    size_t len = fread(text, 1, (size_t)st.st_size, f);
+    text[len] = '\0';
+    for (size_t t = 0; t < n_traces; t++) {
+        struct fleet_error err = {{0}};
+        if (fleet_constraints_parse(text, len, c->constraints, &traces[t], hosts->n_hosts,
+                                    c->opt.seed, &ret[t], &err) < 0) {
+            text_printf(stderr, "watt fleet: %s (trace %s)\n", err.msg, traces[t].origin);
+            return -EINVAL;
+        }
+    }
+    return 0;
 }
 
 static double thread_cpu_s(void)
@@ -581,13 +624,20 @@ int verb_fleet(int argc, char **argv)
         return 1;
     }
     _cleanup_free_ struct fleet_scenario *scs = xcalloc(n_traces, sizeof(*scs));
-    size_t n_jobs = n_traces * c.n_policies;
+    _cleanup_free_ struct fleet_constraints *cons = xcalloc(n_traces ? n_traces : 1, sizeof(*cons));
+    if (c.constraints && load_constraints(&c, &hosts, traces, n_traces, cons) < 0) {
+        for (size_t t = 0; t < n_traces; t++)
+            fleet_constraints_free(&cons[t]);
+        r = -EINVAL;
+    }
+    size_t n_jobs = r == 0 ? n_traces * c.n_policies : 0; /* bad constraints: nothing runs */
     _cleanup_free_ struct job *jobs = xcalloc(n_jobs, sizeof(*jobs));
-    for (size_t t = 0; t < n_traces; t++) {
+    for (size_t t = 0; t < n_traces && n_jobs; t++) {
         scs[t] = (struct fleet_scenario){.hosts = &hosts,
                                          .trace = &traces[t],
                                          .vm_types = fleet_vm_types_cloudsim,
-                                         .n_vm_types = 4};
+                                         .n_vm_types = 4,
+                                         .constraints = c.constraints ? &cons[t] : NULL};
         for (size_t p = 0; p < c.n_policies; p++) {
             struct job *j = &jobs[t * c.n_policies + p];
             j->sc = &scs[t];
@@ -595,7 +645,8 @@ int verb_fleet(int argc, char **argv)
             j->label = label_of(origins[t]);
         }
     }
-    r = run_pool(jobs, n_jobs, &c);
+    if (r == 0)
+        r = run_pool(jobs, n_jobs, &c);
     _cleanup_free_ char **job_origins = xcalloc(n_jobs, sizeof(char *));
     for (size_t i = 0; i < n_jobs; i++)
         job_origins[i] = origins[i / c.n_policies];
@@ -609,6 +660,7 @@ int verb_fleet(int argc, char **argv)
     for (size_t i = 0; i < n_jobs; i++)
         fleet_result_free(&jobs[i].res);
     for (size_t t = 0; t < n_traces; t++) {
+        fleet_constraints_free(&cons[t]);
         fleet_trace_free(&traces[t]);
         free(origins[t]);
     }

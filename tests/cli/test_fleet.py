@@ -516,8 +516,54 @@ def test_bad_input(tmp):
             print(f"ok: {what}: exit {p.returncode}: {lines[0]}")
 
 
+def test_constraints(tmp):
+    """--constraints: maintenance, pins and anti-affinity are honoured (the
+    simulator's invariant checks, WATT_FLEET_CHECK, verify them every tick),
+    and bad files get one error line naming file, line and what."""
+    syn = ["--synthetic", "300", "--seed", "3", "--policies", "watt", "--json"]
+    good = write(os.path.join(tmp, "k.ini"),
+                 "[maintenance]\nhosts = 0-9, 20\n[anti-affinity]\n"
+                 "web = synth-0 synth-1 synth-2\nrandom = 40x3\n[pin]\nsynth-7 = 30\n")
+    env = dict(ENV, WATT_FLEET_CHECK="1")
+    for mode in ([], ["--compat", "cloudsim"]):
+        p = subprocess.run([WATT, "fleet", "compare", "-q", *syn, *mode, "--constraints", good],
+                           capture_output=True, text=True, env=env)
+        if ok(f"constraints {mode}", p):
+            runs = runs_of("constraints", p)
+            # compat mode drops idle VMs, as CloudSim does: count only realistic
+            if len(runs) != 1 or (not mode and runs[0]["vms_end"] != 300):
+                fail(f"constraints {mode}: want one run with 300 VMs at the end, got {runs}")
+            else:
+                print(f"ok: constraints {mode}: {runs[0]['energy_kwh']:.2f} kWh, invariants held")
+    bad = [
+        ("unknown section", "[pinned]\nsynth-1 = 3\n", ["k1.ini", "line 2", "pinned"]),
+        ("VM not in the trace", "[pin]\nnope = 3\n", ["k2.ini", "line 2", "nope"]),
+        ("host out of range", "[maintenance]\nhosts = 0-900\n", ["k3.ini", "line 2", "0-900"]),
+        ("VM in two groups", "[anti-affinity]\na = synth-1 synth-2\nb = synth-2 synth-3\n",
+         ["k4.ini", "line 3", "synth-2"]),
+        ("pinned to a host in maintenance", "[maintenance]\nhosts = 3\n[pin]\nsynth-1 = 3\n",
+         ["k5.ini", "synth-1", "maintenance"]),
+        ("random groups too many", "[anti-affinity]\nrandom = 200x3\n", ["k6.ini", "200x3"]),
+    ]
+    for i, (what, text, want) in enumerate(bad, 1):
+        path = write(os.path.join(tmp, f"k{i}.ini"), text)
+        p = watt("sim", "-q", "--synthetic", "300", "--constraints", path)
+        lines = [line for line in p.stderr.splitlines() if line.strip()]
+        if crashed(p) or p.returncode == 0 or len(lines) != 1 or \
+                any(w not in lines[0] for w in want):
+            fail(f"constraints, {what}: exit {p.returncode}, stderr {p.stderr.strip()!r}, "
+                 f"want one line naming {want}")
+        else:
+            print(f"ok: constraints, {what}: {lines[0]}")
+    p = watt("compare", "-q", "--synthetic", "300", "--policies", "dvfs", "--constraints", good)
+    if p.returncode == 0 or "watt policy" not in p.stderr:
+        fail(f"constraints with dvfs: want a refusal naming the watt policy, got "
+             f"{p.returncode} {p.stderr!r}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        test_constraints(tmp)
         test_default()
         test_json()
         test_csv_plot(tmp)

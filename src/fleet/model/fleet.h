@@ -235,12 +235,31 @@ struct fleet_result {
 
 void fleet_result_free(struct fleet_result *r);
 
+/* The operator's constraints, as the controller takes them from fleet.ini:
+ * hosts in maintenance (never used), VMs pinned to a host, anti-affinity
+ * groups (no two VMs of a group on one host). Only the watt policy honours
+ * them; CloudSim's policies know none. */
+struct fleet_constraints {
+    uint8_t *maintenance; /* [n_hosts] */
+    int32_t *pin;         /* [n_vms] host index, -1: any */
+    int32_t *group;       /* [n_vms] group, -1: none */
+    size_t n_hosts, n_vms, n_groups;
+};
+
+/* The INI text of `watt fleet sim --constraints FILE` (docs/fleet-formats.md)
+ * for trace TR on N_HOSTS hosts; SEED draws "random = GxK" groups. Pure. */
+int fleet_constraints_parse(const char *text, size_t len, const char *origin,
+                            const struct fleet_trace *tr, size_t n_hosts, uint64_t seed,
+                            struct fleet_constraints *ret, struct fleet_error *err);
+void fleet_constraints_free(struct fleet_constraints *c);
+
 struct fleet_scenario {
     const struct fleet_hosts *hosts;
     const struct fleet_trace *trace;
     const struct fleet_vm_type *vm_types;
     size_t n_vm_types;
-    const uint16_t *vm_type_of; /* [n_vms]; NULL: CloudSim's quarters rule */
+    const uint16_t *vm_type_of;                  /* [n_vms]; NULL: CloudSim's quarters rule */
+    const struct fleet_constraints *constraints; /* NULL: none */
 };
 
 /* Run one simulation. Returns 0, or -EINVAL with ERR set when the scenario

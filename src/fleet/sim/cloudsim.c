@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "fleet/sim/sim.h"
 #include "fleet/model/stats.h"
+#include "fleet/sim/sim.h"
 
 #define FALLBACK_THR 0.7 /* CloudSim's fallback when history is short */
 #define IQR_MAD_MIN  12  /* history values IQR and MAD need */
@@ -38,7 +38,8 @@ static bool thr_test(const struct sim *s, const struct sim_host *h, int32_t extr
 
 /* The host's utilisation history: the histories of the VMs on it now,
  * weighted by their MIPS, most recent first, trailing zeros trimmed. */
-static size_t sim_host_history(const struct sim *s, const struct sim_host *h, int32_t extra, double *out)
+static size_t sim_host_history(const struct sim *s, const struct sim_host *h, int32_t extra,
+                               double *out)
 {
     sim_host_sums(s, h); /* c_mig_s for LR */
     memcpy(out, sim_host_history_sum(s, h), VM_HISTORY * sizeof(double));

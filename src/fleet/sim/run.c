@@ -39,6 +39,19 @@ static int sim_init(struct sim *s, const struct fleet_scenario *sc, const struct
     const struct fleet_hosts *hs = sc->hosts;
     const struct fleet_trace *tr = sc->trace;
 
+    const struct fleet_constraints *k = sc->constraints;
+    if (k && p->alloc != FLEET_WATT) {
+        fleet_error_set(err,
+                        "policy %s: constraints (--constraints) need the watt policy; "
+                        "CloudSim's policies know none",
+                        p->name);
+        return -EINVAL;
+    }
+    if (k && (k->n_hosts != hs->n_hosts || k->n_vms != tr->n_vms)) {
+        fleet_error_set(err, "constraints for %zu hosts and %zu VMs, the scenario has %zu and %zu",
+                        k->n_hosts, k->n_vms, hs->n_hosts, tr->n_vms);
+        return -EINVAL;
+    }
     if (!hs->n_hosts || !hs->n_types) {
         fleet_error_set(err, "the fleet has no hosts");
         return -EINVAL;
@@ -218,6 +231,24 @@ static void check_invariants(struct sim *s, const char *when)
                             when, s->now, hi, h->util_mips, h->cap, h->sh_req);
             s->check_rc = -EPROTO;
             return;
+        }
+    }
+    /* the constraints: nothing on a host in maintenance, pinned VMs at
+     * home or nowhere, no two VMs of a group listed on one host */
+    const struct fleet_constraints *k = s->sc->constraints;
+    for (size_t hi = 0; k && hi < s->n_hosts; hi++) {
+        const struct sim_host *h = &s->hosts[hi];
+        for (uint32_t i = 0; i < h->n_vms; i++) {
+            int32_t a = h->vms[i];
+            bool bad = k->maintenance[hi] || (k->pin[a] >= 0 && k->pin[a] != (int32_t)hi);
+            for (uint32_t j = i + 1; j < h->n_vms && !bad; j++)
+                bad = k->group[a] >= 0 && k->group[h->vms[j]] == k->group[a];
+            if (bad) {
+                fleet_error_set(&s->check_err, "%s t=%.1f: host %zu breaks a constraint (VM %d)",
+                                when, s->now, hi, a);
+                s->check_rc = -EPROTO;
+                return;
+            }
         }
     }
     for (size_t vi = 0; vi < s->n_vms; vi++) {

@@ -69,7 +69,8 @@ static double sim_vm_capped(const struct sim_host *h, const struct sim_vm *v)
     return per_pe * v->pes;
 }
 
-static double sim_host_sum_requested_eff(const struct sim_host *h, const struct sim_vm *vms, int32_t self)
+static double sim_host_sum_requested_eff(const struct sim_host *h, const struct sim_vm *vms,
+                                         int32_t self)
 {
     double sum = 0;
     for (uint32_t i = 0; i < h->n_vms; i++) {
@@ -280,8 +281,8 @@ static double sim_host_schedule(struct sim *s, int32_t hi, double t)
 }
 
 /* Energy of host h over dt seconds going from utilisation u0 to u1 MIPS. */
-static double sim_host_energy_ws(const struct sim *s, const struct sim_host *h, double u0, double u1,
-                             double dt)
+static double sim_host_energy_ws(const struct sim *s, const struct sim_host *h, double u0,
+                                 double u1, double dt)
 {
     if (s->pol->alloc == FLEET_NPA)
         return h->type->power_w[FLEET_POWER_POINTS - 1] * dt;

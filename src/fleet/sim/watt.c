@@ -68,23 +68,50 @@ void sim_watt_free(struct sim *s)
  * The first wave (t = 0, every VM at once) fills hosts in order of
  * efficiency, next fit, in O(1) per VM; a VM born later goes to the
  * fullest suitable running host of the most efficient type. */
+/* Host HI may take VM VI as the constraints go: not in maintenance, the
+ * VM's pin, no VM of its anti-affinity group there. */
+static bool allowed(const struct sim *s, int32_t hi, int32_t vi)
+{
+    const struct fleet_constraints *k = s->sc->constraints;
+    if (!k)
+        return true;
+    if (k->maintenance[hi] || (k->pin[vi] >= 0 && k->pin[vi] != hi))
+        return false;
+    if (k->group[vi] < 0)
+        return true;
+    const struct sim_host *h = &s->hosts[hi];
+    for (uint32_t i = 0; i < h->n_vms; i++)
+        if (h->vms[i] != vi && k->group[h->vms[i]] == k->group[vi])
+            return false;
+    return true;
+}
+
 int32_t sim_watt_place(struct sim *s, int32_t vi)
 {
     const struct sim_vm *v = &s->vms[vi];
-    if (s->now == 0) {
+    const struct fleet_constraints *k = s->sc->constraints;
+    /* the first-wave cursor assumes a host refused for a VM type stays
+     * refused: not so for a pin or a group, which take the scan below */
+    bool plain = !k || (k->pin[vi] < 0 && k->group[vi] < 0);
+    if (s->now == 0 && plain) {
         /* one cursor per VM type: a host that cannot take a VM of a type
          * now never will in this wave (hosts only fill up) */
         size_t *pos = &s->fill_pos[v->type - s->sc->vm_types];
-        while (*pos < s->n_hosts && !sim_host_suitable(s, &s->hosts[s->fill_order[*pos]], v))
+        while (*pos < s->n_hosts && (!sim_host_suitable(s, &s->hosts[s->fill_order[*pos]], v) ||
+                                     !allowed(s, s->fill_order[*pos], vi)))
             (*pos)++;
         return *pos < s->n_hosts ? s->fill_order[*pos] : -1;
     }
+    if (!plain && !s->compat && k->pin[vi] >= 0 && s->hosts[k->pin[vi]].power == SIM_OFF &&
+        s->now > 0)
+        sim_power_on(s, k->pin[vi]); /* its only host: switched on, the VM waits for it */
     int32_t to = -1;
     double best_eff = INFINITY, best_load = -1;
     for (size_t i = 0; i < s->n_hosts; i++) {
         int32_t hi = (int32_t)i;
         const struct sim_host *h = &s->hosts[hi];
-        if (!sim_host_suitable(s, h, v) || (!s->compat && h->power == SIM_OFF))
+        if (!sim_host_suitable(s, h, v) || (!s->compat && h->power == SIM_OFF) ||
+            !allowed(s, hi, vi))
             continue;
         double eff = s->w_per_mips[hi];
         double load = h->cap - sim_host_available_mips(s, h);
@@ -112,6 +139,7 @@ static enum fleet_power view_power(enum sim_power p)
 
 static void build_view(struct sim *s, struct fleet_view *v)
 {
+    const struct fleet_constraints *k = s->sc->constraints;
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
         const struct sim_host *h = &s->hosts[hi];
         s->view_hosts[hi] = (struct fleet_view_host){
@@ -123,6 +151,7 @@ static void build_view(struct sim *s, struct fleet_view *v)
             .n_in = h->n_in,
             .n_out = h->n_out,
             .empty_ticks = h->empty_ticks,
+            .maintenance = k && k->maintenance[hi],
         };
     }
     for (size_t vi = 0; vi < s->n_vms; vi++) {
@@ -137,8 +166,8 @@ static void build_view(struct sim *s, struct fleet_view *v)
             .hist = m->hist,
             .hist_n = m->hist_n,
             .migrations_day = m->migrations_day,
-            .pin = -1,
-            .group = -1,
+            .pin = k ? k->pin[vi] : -1,
+            .group = k ? k->group[vi] : -1,
         };
     }
     *v = (struct fleet_view){
