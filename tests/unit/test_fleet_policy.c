@@ -61,7 +61,8 @@ static void fleet_init(struct fleet *f, size_t n_hosts)
                                   .max_migrations_per_host = 2,
                                   .hard_ram = true,
                                   .manage_power = true,
-                                  .warm = true};
+                                  .warm = true,
+                                  .constrained = true};
 }
 
 /* VM on HOST at UTIL (0..1) of its one vCPU, with a flat history. */
@@ -427,7 +428,12 @@ static void test_forecast(void **state)
     assert_int_equal(fleet_watt_params_parse("window=12,quantile=0.9", &p, &err), 0);
     /* of the last 12 (0.00 .. 0.11): the 11th smallest, 0.10 */
     assert_near(watt_forecast(&p, &v), 0.10 * 2000, 1e-9);
-    v.req = 1500; /* never below the demand now */
+    assert_int_equal(fleet_watt_params_parse("window=12,quantile=0.5", &p, &err), 0);
+    /* the 6th smallest of the last 12: 0.05 (the general path, 7 kept) */
+    assert_near(watt_forecast(&p, &v), 0.05 * 2000, 1e-9);
+    assert_int_equal(fleet_watt_params_parse("window=12,quantile=1", &p, &err), 0);
+    assert_near(watt_forecast(&p, &v), 0.11 * 2000, 1e-9); /* the max */
+    v.req = 1500;                                          /* never below the demand now */
     assert_near(watt_forecast(&p, &v), 1500, 1e-9);
     v.hist_n = 0;
     assert_near(watt_forecast(&p, &v), 1500, 1e-9);

@@ -129,6 +129,7 @@ void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ct
     buf->hosts = xcalloc(nh ? nh : 1, sizeof(*buf->hosts));
     buf->vms = xcalloc(nv ? nv : 1, sizeof(*buf->vms));
     buf->lists = xcalloc(nv ? nv : 1, sizeof(int32_t));
+    bool constrained = false;
     for (size_t i = 0; i < nv; i++) {
         const struct ctl_vm *cv = &c->vm[i];
         struct fleet_view_vm *v = &buf->vms[i];
@@ -147,9 +148,11 @@ void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ct
         v->fixed = !cv->managed || c->now_s < cv->no_move_until_s;
         v->pin = cv->pin;
         v->group = cv->group;
+        constrained |= v->fixed || v->pin >= 0 || v->group >= 0;
     }
     size_t off = 0;
     for (size_t hi = 0; hi < nh; hi++) {
+        constrained |= c->hosts[hi].maintenance;
         const struct ctl_host *ch = &c->hosts[hi];
         struct fleet_view_host *h = &buf->hosts[hi];
         h->type = &site->types.types[site->hosts[hi].type];
@@ -182,6 +185,7 @@ void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ct
         .hard_ram = true,
         .manage_power = true,
         .warm = true,
+        .constrained = constrained,
     };
 }
 

@@ -64,8 +64,12 @@ struct fleet_view {
     uint32_t max_migrations_per_host; /* in + out at once; 0: no limit */
     bool hard_ram;                    /* a VM's RAM counts on the host it moves to */
     bool manage_power;                /* hosts may be switched on and off */
-    bool warm;                        /* the demand history covers the policy's window; if not, only
-                                       * overloads (and maintenance, pins, anti-affinity) act */
+    /* the demand history covers the policy's window; if not, only
+     * overloads (and maintenance, pins, anti-affinity) act */
+    bool warm;
+    /* some host is in maintenance, or some VM is fixed, pinned or in a
+     * group; false: none is, and the policy skips those checks */
+    bool constrained;
 };
 
 enum fleet_action_kind { FLEET_ACT_POWER_ON, FLEET_ACT_MIGRATE, FLEET_ACT_POWER_OFF };

@@ -12,7 +12,11 @@
 #include "fleet/model/view.h"
 
 /* A planner: the tunables, parsed once, and scratch memory reused from one
- * call to the next. The plan depends only on the tunables and the view. */
+ * call to the next. The plan depends only on the tunables and the view.
+ * Tables that follow from the host types are kept from call to call while
+ * the view's types array (its address and count) and a host's type stay
+ * the same: a caller that changes a type's figures in place makes a new
+ * planner. */
 struct watt_planner;
 
 struct watt_planner *watt_planner_new(const struct fleet_watt_params *p);

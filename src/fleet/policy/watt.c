@@ -34,6 +34,7 @@
 
 struct watt_planner {
     struct fleet_watt_params p;
+    uint32_t *top_m; /* [window + 1]: of N samples, the forecast is the top_m[N]-th largest */
     /* this call's view and plan */
     const struct fleet_view *v;
     struct fleet_plan *out;
@@ -52,6 +53,7 @@ struct watt_planner {
     uint8_t *draining;
     uint8_t *is_active; /* hosts with VMs (or VMs booked) this round */
     double *w_per_mips; /* watts per MIPS at full load (efficiency) */
+    uint32_t *n_list;   /* VMs listed: the view's, and those this plan sends */
     int32_t **add;      /* VMs this plan sends to it, after the view's list */
     uint32_t *add_n, *add_cap;
     int32_t *empty; /* hosts not active, best first: efficient, running, by id */
@@ -71,12 +73,30 @@ struct watt_planner {
     uint32_t *host_pos;   /* per host: index in its bucket */
     unsigned budget;
     double no_room_fc; /* this round: the smallest forecast a drain could not place */
+    /* running totals for the plan's figures: forecast load over all
+     * hosts, powered capacity at the packing target */
+    double sum_load, sum_cap;
+    /* the host types the per-host tables were made for */
+    const struct fleet_host_type **type_of;
+    const struct fleet_host_type *types_of; /* the view's types array */
+    size_t n_types_of;
 };
+
+/* The (k+1)-th smallest of N samples at the QUANTILE: k = ceil(q N) - 1. */
+static size_t quantile_index(double quantile, size_t n)
+{
+    size_t k = (size_t)ceil(quantile * (double)n) - 1;
+    return k >= n ? n - 1 : k;
+}
 
 struct watt_planner *watt_planner_new(const struct fleet_watt_params *p)
 {
     struct watt_planner *w = xcalloc(1, sizeof(*w));
     w->p = *p;
+    size_t window = (size_t)p->window;
+    w->top_m = xcalloc(window + 1, sizeof(uint32_t));
+    for (size_t n = 1; n <= window; n++)
+        w->top_m[n] = (uint32_t)(n - quantile_index(p->quantile, n));
     return w;
 }
 
@@ -98,6 +118,7 @@ void watt_planner_free(struct watt_planner *w)
 {
     if (!w)
         return;
+    free(w->top_m);
     free(w->fc);
     free(w->dest);
     free(w->mday);
@@ -114,6 +135,7 @@ void watt_planner_free(struct watt_planner *w)
     for (size_t hi = 0; hi < w->cap_hosts; hi++)
         free(w->add[hi]);
     free(w->add);
+    free(w->n_list);
     free(w->add_n);
     free(w->add_cap);
     free(w->empty);
@@ -122,6 +144,7 @@ void watt_planner_free(struct watt_planner *w)
     free(w->key);
     free(w->type_order);
     free(w->type_rank);
+    free(w->type_of);
     free(w->host_bucket);
     free(w->host_pos);
     free_buckets(w);
@@ -153,6 +176,7 @@ static void prepare(struct watt_planner *w, const struct fleet_view *v)
         REALLOC(w->is_active, w->cap_hosts);
         REALLOC(w->w_per_mips, w->cap_hosts);
         REALLOC(w->add, w->cap_hosts);
+        REALLOC(w->n_list, w->cap_hosts);
         REALLOC(w->add_n, w->cap_hosts);
         REALLOC(w->add_cap, w->cap_hosts);
         for (size_t hi = old; hi < w->cap_hosts; hi++) {
@@ -163,6 +187,9 @@ static void prepare(struct watt_planner *w, const struct fleet_view *v)
         REALLOC(w->order, w->cap_hosts);
         REALLOC(w->key, w->cap_hosts);
         REALLOC(w->type_rank, w->cap_hosts);
+        REALLOC(w->type_of, w->cap_hosts);
+        for (size_t hi = old; hi < w->cap_hosts; hi++)
+            w->type_of[hi] = NULL;
         REALLOC(w->host_bucket, w->cap_hosts);
         REALLOC(w->host_pos, w->cap_hosts);
     }
@@ -177,33 +204,43 @@ static void prepare(struct watt_planner *w, const struct fleet_view *v)
     }
     memset(w->bucket_n, 0, w->cap_types * NBUCKETS * sizeof(uint32_t));
 
-    /* types by efficiency: insertion sort, stable */
-    w->n_types = 0;
-    for (size_t i = 0; i < v->n_types; i++) {
-        const struct fleet_host_type *t = &v->types[i];
-        double e = t->power_w[FLEET_POWER_POINTS - 1] / fleet_host_type_mips(t);
-        size_t j = w->n_types++;
-        while (j > 0 && w->type_order[j - 1]->power_w[FLEET_POWER_POINTS - 1] /
-                                fleet_host_type_mips(w->type_order[j - 1]) >
-                            e) {
-            w->type_order[j] = w->type_order[j - 1];
-            j--;
+    /* types by efficiency (insertion sort, stable) and the per-host tables
+     * that follow from a host's type: made again only where a type changed */
+    bool same_types = v->types == w->types_of && v->n_types == w->n_types_of;
+    if (!same_types) {
+        w->n_types = 0;
+        for (size_t i = 0; i < v->n_types; i++) {
+            const struct fleet_host_type *t = &v->types[i];
+            double e = t->power_w[FLEET_POWER_POINTS - 1] / fleet_host_type_mips(t);
+            size_t j = w->n_types++;
+            while (j > 0 && w->type_order[j - 1]->power_w[FLEET_POWER_POINTS - 1] /
+                                    fleet_host_type_mips(w->type_order[j - 1]) >
+                                e) {
+                w->type_order[j] = w->type_order[j - 1];
+                j--;
+            }
+            w->type_order[j] = t;
         }
-        w->type_order[j] = t;
+        w->types_of = v->types;
+        w->n_types_of = v->n_types;
     }
     for (size_t hi = 0; hi < v->n_hosts; hi++) {
         const struct fleet_view_host *h = &v->hosts[hi];
-        w->type_rank[hi] = 0;
-        for (size_t k = 0; k < w->n_types; k++)
-            if (h->type == w->type_order[k])
-                w->type_rank[hi] = (uint32_t)k;
-        w->hcap[hi] = fleet_host_type_mips(h->type);
-        w->w_per_mips[hi] = h->type->power_w[FLEET_POWER_POINTS - 1] / w->hcap[hi];
+        if (!same_types || h->type != w->type_of[hi]) {
+            w->type_of[hi] = h->type;
+            w->type_rank[hi] = 0;
+            for (size_t k = 0; k < w->n_types; k++)
+                if (h->type == w->type_order[k])
+                    w->type_rank[hi] = (uint32_t)k;
+            w->hcap[hi] = fleet_host_type_mips(h->type);
+            w->w_per_mips[hi] = h->type->power_w[FLEET_POWER_POINTS - 1] / w->hcap[hi];
+        }
         w->ram[hi] = h->ram_used_mb;
         w->n_in[hi] = h->n_in;
         w->n_out[hi] = h->n_out;
         w->power[hi] = (uint8_t)h->power;
         w->add_n[hi] = 0;
+        w->n_list[hi] = h->n_vms;
         w->host_bucket[hi] = -1;
     }
     for (size_t vi = 0; vi < v->n_vms; vi++) {
@@ -212,19 +249,16 @@ static void prepare(struct watt_planner *w, const struct fleet_view *v)
     }
 }
 
-double watt_forecast(const struct fleet_watt_params *p, const struct fleet_view_vm *v)
+/* The forecast from the M-th largest of the VM's last N samples, at least
+ * its demand now; N = 0: its demand now. */
+static inline double forecast_top(const struct fleet_view_vm *v, size_t n, size_t m)
 {
     double top[64];
-    size_t n = v->hist_n < (size_t)p->window ? v->hist_n : (size_t)p->window;
     double now = v->req;
     if (n == 0)
         return now;
-    size_t k = (size_t)ceil(p->quantile * (double)n) - 1;
-    if (k >= n)
-        k = n - 1;
     /* the (k+1)-th smallest is the m-th largest: keep the m largest, in
      * decreasing order (m is 1 or 2 for the usual quantiles) */
-    size_t m = n - k, have = 0;
     if (m > ARRAY_SIZE(top)) { /* a low quantile of a long window: sort a copy */
         _cleanup_free_ double *all = xmalloc(n * sizeof(double));
         memcpy(all, v->hist, n * sizeof(double));
@@ -237,6 +271,21 @@ double watt_forecast(const struct fleet_watt_params *p, const struct fleet_view_
         double f = all[m - 1] * v->mips * v->pes;
         return f > now ? f : now;
     }
+    if (m <= 2) { /* the max, or the second largest (a 0.9 quantile of 12) */
+        double t1 = -INFINITY, t2 = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            double x = v->hist[i];
+            if (x > t1) {
+                t2 = t1;
+                t1 = x;
+            } else if (x > t2) {
+                t2 = x;
+            }
+        }
+        double f = (m == 1 ? t1 : t2) * v->mips * v->pes;
+        return f > now ? f : now;
+    }
+    size_t have = 0;
     for (size_t i = 0; i < n; i++) {
         double x = v->hist[i];
         if (have == m && x <= top[m - 1])
@@ -252,11 +301,23 @@ double watt_forecast(const struct fleet_watt_params *p, const struct fleet_view_
     return f > now ? f : now;
 }
 
+static inline double forecast(const struct watt_planner *w, const struct fleet_view_vm *v)
+{
+    size_t n = v->hist_n < (size_t)w->p.window ? v->hist_n : (size_t)w->p.window;
+    return forecast_top(v, n, w->top_m[n]);
+}
+
+double watt_forecast(const struct fleet_watt_params *p, const struct fleet_view_vm *v)
+{
+    size_t n = v->hist_n < (size_t)p->window ? v->hist_n : (size_t)p->window;
+    return forecast_top(v, n, n ? n - quantile_index(p->quantile, n) : 0);
+}
+
 /* ---- the hosts' VM lists: the view's, then what this plan sends ------- */
 
 static uint32_t host_n(const struct watt_planner *w, int32_t hi)
 {
-    return w->v->hosts[hi].n_vms + w->add_n[hi];
+    return w->n_list[hi];
 }
 
 static int32_t host_vm(const struct watt_planner *w, int32_t hi, uint32_t i)
@@ -272,6 +333,7 @@ static void host_append(struct watt_planner *w, int32_t hi, int32_t vi)
         w->add[hi] = xrealloc(w->add[hi], w->add_cap[hi] * sizeof(int32_t));
     }
     w->add[hi][w->add_n[hi]++] = vi;
+    w->n_list[hi]++;
 }
 
 static bool host_lists(const struct watt_planner *w, int32_t hi, int32_t vi)
@@ -310,6 +372,8 @@ static bool fits(const struct watt_planner *w, int32_t hi, int32_t vi)
     double ram = w->v->hard_ram ? v->ram_mb : 0;
     if (!(w->ram[hi] + ram <= h->type->ram_mb))
         return false;
+    if (!w->v->constrained)
+        return true;
     if (h->maintenance || (v->pin >= 0 && v->pin != hi))
         return false;
     return !group_clash(w, hi, vi);
@@ -323,7 +387,7 @@ static bool host_usable(const struct watt_planner *w, int32_t hi)
 /* An empty host a VM may be sent to: on, or off and ours to switch on. */
 static bool may_fill(const struct watt_planner *w, int32_t hi)
 {
-    if (w->v->hosts[hi].maintenance)
+    if (w->v->constrained && w->v->hosts[hi].maintenance)
         return false;
     return w->power[hi] == FLEET_ON || w->power[hi] == FLEET_BOOTING ||
            (w->power[hi] == FLEET_OFF && w->v->manage_power);
@@ -405,6 +469,7 @@ static void index_put(struct watt_planner *w, int32_t hi)
  * index in step. */
 static void add_load(struct watt_planner *w, int32_t hi, double fc, double req)
 {
+    w->sum_load += fc;
     w->load[hi] += fc;
     w->now[hi] += req;
     if (w->is_active[hi])
@@ -422,23 +487,27 @@ static void activate(struct watt_planner *w, int32_t hi)
 /* ---- actions ----------------------------------------------------------- */
 
 /* The fleet's forecast need (load plus spare) and powered capacity at the
- * packing target, as the plan stands. */
+ * packing target, as the plan stands (running sums: refresh() starts
+ * them, add_load() and power() keep them). */
+static bool counts_capacity(const struct watt_planner *w, int32_t hi)
+{
+    return (w->power[hi] == FLEET_ON || w->power[hi] == FLEET_BOOTING) &&
+           !(w->v->constrained && w->v->hosts[hi].maintenance);
+}
+
 static void totals(const struct watt_planner *w, double *need, double *cap)
 {
-    double n = 0, c = 0;
-    for (size_t hi = 0; hi < w->v->n_hosts; hi++) {
-        n += w->load[hi];
-        if ((w->power[hi] == FLEET_ON || w->power[hi] == FLEET_BOOTING) &&
-            !w->v->hosts[hi].maintenance)
-            c += w->hcap[hi] * w->p.pack;
-    }
-    *need = n * (1 + w->p.spare);
-    *cap = c;
+    *need = w->sum_load * (1 + w->p.spare);
+    *cap = w->sum_cap;
 }
 
 static void power(struct watt_planner *w, int32_t hi, bool on, enum fleet_reason why)
 {
+    if (counts_capacity(w, hi))
+        w->sum_cap -= w->hcap[hi] * w->p.pack;
     w->power[hi] = on ? FLEET_BOOTING : FLEET_OFF;
+    if (counts_capacity(w, hi))
+        w->sum_cap += w->hcap[hi] * w->p.pack;
     struct fleet_action *a =
         fleet_plan_add(w->out, on ? FLEET_ACT_POWER_ON : FLEET_ACT_POWER_OFF, why);
     a->host = hi;
@@ -502,8 +571,10 @@ static bool move(struct watt_planner *w, int32_t vi, int32_t to, enum fleet_reas
 /* A VM the policy may move of its own accord. */
 static bool may_move(const struct watt_planner *w, int32_t vi)
 {
+    if (w->dest[vi] >= 0 || !(w->mday[vi] < w->p.per_vm_day))
+        return false;
     const struct fleet_view_vm *v = &w->v->vms[vi];
-    return w->dest[vi] < 0 && w->mday[vi] < w->p.per_vm_day && !v->fixed && v->pin < 0;
+    return !w->v->constrained || (!v->fixed && v->pin < 0);
 }
 
 /* ---- the steps of a round ---------------------------------------------- */
@@ -639,12 +710,16 @@ static void refresh(struct watt_planner *w)
         const struct fleet_view_vm *m = &v->vms[vi];
         if (m->host < 0)
             continue;
-        w->fc[vi] = watt_forecast(&w->p, m);
+        w->fc[vi] = forecast(w, m);
         int32_t at = m->dest >= 0 ? m->dest : m->host;
         w->load[at] += w->fc[vi];
         w->now[at] += m->req;
     }
+    w->sum_load = w->sum_cap = 0;
     for (size_t hi = 0; hi < v->n_hosts; hi++) {
+        w->sum_load += w->load[hi];
+        if (counts_capacity(w, (int32_t)hi))
+            w->sum_cap += w->hcap[hi] * w->p.pack;
         w->is_active[hi] = v->hosts[hi].n_vms || w->load[hi] > 0;
         if (w->is_active[hi])
             index_put(w, (int32_t)hi);
@@ -715,7 +790,8 @@ void watt_plan(struct watt_planner *w, const struct fleet_view *v, struct fleet_
     /* 0. maintenance, pins, anti-affinity; 1. relieve overloaded hosts:
      * these moves are not budgeted */
     unsigned saved = w->budget;
-    constrain(w);
+    if (v->constrained)
+        constrain(w);
     for (size_t hi = 0; hi < v->n_hosts; hi++) {
         if (host_n(w, (int32_t)hi) &&
             (w->load[hi] > w->hcap[hi] * w->p.over || w->now[hi] > w->hcap[hi] * w->p.over))

@@ -12,6 +12,8 @@
 #include "fleet/policy/policy.h"
 #include "fleet/sim/sim.h"
 
+static void view_init(struct sim *s);
+
 int sim_watt_init(struct sim *s, struct fleet_error *err)
 {
     struct fleet_watt_params p;
@@ -50,6 +52,7 @@ int sim_watt_init(struct sim *s, struct fleet_error *err)
             if (s->hosts[hi].type == order[k])
                 s->fill_order[o++] = (int32_t)hi;
     s->fill_pos = xcalloc(s->sc->n_vm_types ? s->sc->n_vm_types : 1, sizeof(size_t));
+    view_init(s);
     return 0;
 }
 
@@ -137,38 +140,50 @@ static enum fleet_power view_power(enum sim_power p)
     }
 }
 
-static void build_view(struct sim *s, struct fleet_view *v)
+/* What does not change during a run: types, sizes, constraints. */
+static void view_init(struct sim *s)
 {
     const struct fleet_constraints *k = s->sc->constraints;
-    for (size_t hi = 0; hi < s->n_hosts; hi++) {
-        const struct sim_host *h = &s->hosts[hi];
+    for (size_t hi = 0; hi < s->n_hosts; hi++)
         s->view_hosts[hi] = (struct fleet_view_host){
-            .type = h->type,
-            .power = view_power(h->power),
-            .ram_used_mb = h->ram_used,
-            .vms = h->vms,
-            .n_vms = h->n_vms,
-            .n_in = h->n_in,
-            .n_out = h->n_out,
-            .empty_ticks = h->empty_ticks,
+            .type = s->hosts[hi].type,
             .maintenance = k && k->maintenance[hi],
         };
-    }
     for (size_t vi = 0; vi < s->n_vms; vi++) {
         const struct sim_vm *m = &s->vms[vi];
         s->view_vms[vi] = (struct fleet_view_vm){
-            .host = m->host,
-            .dest = m->dest,
             .mips = m->mips,
             .pes = m->pes,
             .ram_mb = m->ram_mb,
-            .req = m->req,
             .hist = m->hist,
-            .hist_n = m->hist_n,
-            .migrations_day = m->migrations_day,
             .pin = k ? k->pin[vi] : -1,
             .group = k ? k->group[vi] : -1,
         };
+    }
+}
+
+/* What does, every decision. */
+static void build_view(struct sim *s, struct fleet_view *v)
+{
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        const struct sim_host *h = &s->hosts[hi];
+        struct fleet_view_host *x = &s->view_hosts[hi];
+        x->power = view_power(h->power);
+        x->ram_used_mb = h->ram_used;
+        x->vms = h->vms;
+        x->n_vms = h->n_vms;
+        x->n_in = h->n_in;
+        x->n_out = h->n_out;
+        x->empty_ticks = h->empty_ticks;
+    }
+    for (size_t vi = 0; vi < s->n_vms; vi++) {
+        const struct sim_vm *m = &s->vms[vi];
+        struct fleet_view_vm *x = &s->view_vms[vi];
+        x->host = m->host;
+        x->dest = m->dest;
+        x->req = m->req;
+        x->hist_n = m->hist_n;
+        x->migrations_day = m->migrations_day;
     }
     *v = (struct fleet_view){
         .hosts = s->view_hosts,
@@ -182,6 +197,7 @@ static void build_view(struct sim *s, struct fleet_view *v)
         .hard_ram = s->opt->hard_ram,
         .manage_power = !s->compat,
         .warm = true, /* the simulator knows every VM's history from its birth */
+        .constrained = s->sc->constraints != NULL,
     };
 }
 
