@@ -49,6 +49,14 @@ static struct site new_site(void)
     return (struct site){.origin = "fleet.ini", .hosts = hosts, .n_hosts = 3};
 }
 
+/* KEY = VAL in [exec], as fleet.ini would give it. */
+static void set(struct site *s, const char *key, const char *val)
+{
+    struct fleet_error err = {{0}};
+    if (site_engine_key(s, "exec", 0, key, val, &err) < 0)
+        fail_msg("[exec] %s = %s: %s", key, val, err.msg);
+}
+
 static char *path_in(const char *name)
 {
     return xasprintf("%s/%s", tmpdir, name);
@@ -140,16 +148,19 @@ static void test_template_check(void **state)
         fx_exec_template_check("m {vm} {dst_uri}", fx_exec_template_allowed("migrate"), &err), 0);
     assert_null(fx_exec_template_allowed("timeout_s"));
 
-    /* the engines check their templates when they open */
+    /* fleet.ini's parser hands the templates to the engine, which checks them */
     struct site s = new_site();
-    struct fx_vms *vms;
-    struct fx_power *pw;
-    s.exec.migrate = "virsh migrate {vm} {dest}";
-    assert_int_equal(fx_exec_vms_open(&s, &vms, &err), -EINVAL);
-    assert_contains(err.msg, "fleet.ini [exec] migrate: unknown placeholder {dest}");
-    s.exec.power_reading = "x {host} {vm}";
-    assert_int_equal(fx_exec_power_open(&s, &pw, &err), -EINVAL);
-    assert_contains(err.msg, "fleet.ini [exec] power_reading: unknown placeholder {vm}");
+    assert_int_equal(site_engine_key(&s, "exec", 0, "migrate", "virsh migrate {vm} {dest}", &err),
+                     -EINVAL);
+    assert_string_equal(err.msg,
+                        "[exec] migrate: unknown placeholder {dest} in 'virsh migrate {vm} "
+                        "{dest}' (known: {host} {uri} {vm} {src} {dst} {dst_uri})");
+    assert_int_equal(site_engine_key(&s, "exec", 0, "power_reading", "x {host} {vm}", &err),
+                     -EINVAL);
+    assert_contains(err.msg, "[exec] power_reading: unknown placeholder {vm}");
+    assert_int_equal(site_engine_key(&s, "exec", 0, "poweroff", "x", &err), -EINVAL);
+    assert_string_equal(err.msg, "no engine reads poweroff in [exec]");
+    site_engines_free(&s);
 }
 
 /* Values reach the command as single words, whatever they hold. */
@@ -161,7 +172,7 @@ static void test_quoting(void **state)
     _cleanup_free_ char *out = path_in("args");
     _cleanup_free_ char *tmpl = xasprintf(
         "printf '[%%s]\\n' {vm} {src} {dst} {host} {uri} {dst_uri} \"${HOME+set}\" > '%s'", out);
-    s.exec.migrate = tmpl;
+    set(&s, "migrate", tmpl);
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     assert_string_equal(vms->name, "exec");
 
@@ -177,6 +188,7 @@ static void test_quoting(void **state)
     assert_string_equal(got, want);
     assert_false(exists("pwned"));
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 /* ---- list ----------------------------------------------------------------- */
@@ -187,9 +199,10 @@ static void test_list(void **state)
     struct fx_vms *vms;
     struct fleet_error err = {{0}};
     struct fx_list l;
-    s.exec.list = "test {host} = h2 || exit 9; "
-                  "printf 'web1 running 123456789012 2097152 2\\n# a comment\\n\\n"
-                  "  db\\tpaused 5 1024 1\\r\\nold shutoff 0 0 0\\nodd other 1 2 3\\n'";
+    set(&s, "list",
+        "test {host} = h2 || exit 9; "
+        "printf 'web1 running 123456789012 2097152 2\\n# a comment\\n\\n"
+        "  db\\tpaused 5 1024 1\\r\\nold shutoff 0 0 0\\nodd other 1 2 3\\n'");
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     uint64_t t0 = now_monotonic_ns();
     int r = vms->list(vms, 1, &l, &err);
@@ -219,11 +232,12 @@ static void test_list(void **state)
     assert_int_equal(vms->list(vms, 0, &l, &err), -EIO);
     assert_string_equal(err.msg, "host h1: list command exited 9");
     /* stdin is empty, not ours */
-    s.exec.list = "cat";
+    set(&s, "list", "cat");
     assert_int_equal(vms->list(vms, 0, &l, &err), 0);
     assert_int_equal(l.n, 0);
     fx_list_free(&l);
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 static void test_list_bad(void **state)
@@ -266,12 +280,13 @@ static void test_list_bad(void **state)
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         _cleanup_free_ char *t = xasprintf("printf '%s'", cases[i].out);
-        s.exec.list = t;
+        set(&s, "list", t);
         assert_int_equal(vms->list(vms, 0, &l, &err), -EINVAL);
         assert_string_equal(err.msg, cases[i].msg);
         assert_null(l.v);
     }
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 /* 50,000 VMs (a 1 MiB list) in well under a second of CPU: the check for
@@ -326,8 +341,9 @@ static void test_power(void **state)
     assert_int_equal(pw->reading(pw, 1, &w, &err), -EOPNOTSUPP);
     assert_contains(err.msg, "power_reading");
 
-    s.exec.power_status = "case {bmc} in 10.0.0.1) printf ' ON \\n';; 10.0.0.2:6230) echo Off;; "
-                          "'') echo maybe;; esac";
+    set(&s, "power_status",
+        "case {bmc} in 10.0.0.1) printf ' ON \\n';; 10.0.0.2:6230) echo Off;; "
+        "'') echo maybe;; esac");
     assert_int_equal(pw->status(pw, 0, &st, &err), 0);
     assert_int_equal(st, FX_POWER_ON);
     assert_int_equal(pw->status(pw, 1, &st, &err), 0);
@@ -339,8 +355,9 @@ static void test_power(void **state)
 
     /* the BMC credentials come in the environment, only for the host's own */
     setenv("WATT_BMC_PASSWORD", "inherited", 1);
-    s.exec.power_reading = "test \"$WATT_BMC_USER:$WATT_BMC_PASSWORD\" = \"admin:pa ss'w\\$(rd)\" "
-                           "&& echo ' 182.5' || echo \"${WATT_BMC_PASSWORD:-none}\"";
+    set(&s, "power_reading",
+        "test \"$WATT_BMC_USER:$WATT_BMC_PASSWORD\" = \"admin:pa ss'w\\$(rd)\" "
+        "&& echo ' 182.5' || echo \"${WATT_BMC_PASSWORD:-none}\"");
     assert_int_equal(pw->reading(pw, 0, &w, &err), 0);
     assert_true(w == 182.5);
     assert_int_equal(pw->reading(pw, 1, &w, &err), -EINVAL);
@@ -348,18 +365,19 @@ static void test_power(void **state)
                         "host h2: power_reading command printed 'none', expected watts (a number "
                         ">= 0)");
     unsetenv("WATT_BMC_PASSWORD");
-    s.exec.power_reading = "echo -3";
+    set(&s, "power_reading", "echo -3");
     assert_int_equal(pw->reading(pw, 0, &w, &err), -EINVAL);
-    s.exec.power_reading = "echo 0";
+    set(&s, "power_reading", "echo 0");
     assert_int_equal(pw->reading(pw, 0, &w, &err), 0);
     assert_true(w == 0);
 
     _cleanup_free_ char *on = xasprintf("echo {host} > '%s/on'", tmpdir);
-    s.exec.power_on = on;
+    set(&s, "power_on", on);
     assert_int_equal(pw->set(pw, 1, true, &err), 0);
     _cleanup_free_ char *got = slurp("on");
     assert_string_equal(got, "h2\n");
     pw->close(pw);
+    site_engines_free(&s);
 }
 
 /* ---- failures ------------------------------------------------------------- */
@@ -371,17 +389,18 @@ static void test_exit_codes(void **state)
     struct fleet_error err = {{0}};
     assert_int_equal(fx_exec_power_open(&s, &pw, &err), 0);
 
-    s.exec.power_off = "echo starting; echo 'BMC said:' >&2; echo '  no\tway  ' >&2; exit 3";
+    set(&s, "power_off", "echo starting; echo 'BMC said:' >&2; echo '  no\tway  ' >&2; exit 3");
     assert_int_equal(pw->set(pw, 1, false, &err), -EIO);
     assert_string_equal(err.msg, "host h2: power_off command exited 3: BMC said: no way");
 
-    s.exec.power_off = "kill -9 $$";
+    set(&s, "power_off", "kill -9 $$");
     assert_int_equal(pw->set(pw, 1, false, &err), -EIO);
     assert_string_equal(err.msg, "host h2: power_off command was killed by signal 9 (Killed)");
 
     /* a long stderr: its end is what counts */
-    s.exec.power_off = "i=0; while [ $i -lt 300 ]; do echo \"line $i of noise\" >&2; "
-                       "i=$((i+1)); done; echo THE END >&2; exit 1";
+    set(&s, "power_off",
+        "i=0; while [ $i -lt 300 ]; do echo \"line $i of noise\" >&2; "
+        "i=$((i+1)); done; echo THE END >&2; exit 1");
     assert_int_equal(pw->set(pw, 1, false, &err), -EIO);
     assert_contains(err.msg, "host h2: power_off command exited 1: ");
     assert_contains(err.msg, "line 299 of noise THE END");
@@ -392,13 +411,14 @@ static void test_exit_codes(void **state)
      * an error, not a success */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     sigaction(SIGCHLD, &ign, &old);
-    s.exec.power_off = "exit 0";
+    set(&s, "power_off", "exit 0");
     assert_int_equal(pw->set(pw, 1, false, &err), -ECHILD);
     assert_contains(err.msg, "host h2: power_off command could not run: ");
     sigaction(SIGCHLD, &old, NULL);
-    s.exec.power_off = "exit 0";
+    set(&s, "power_off", "exit 0");
     assert_int_equal(pw->set(pw, 1, false, &err), 0);
     pw->close(pw);
+    site_engines_free(&s);
 }
 
 static void test_timeout(void **state)
@@ -407,14 +427,14 @@ static void test_timeout(void **state)
     struct fx_power *pw;
     struct fleet_error err = {{0}};
     enum fx_power_state st;
-    s.exec.timeout_s = 0.5;
+    set(&s, "timeout_s", "0.5");
     assert_int_equal(fx_exec_power_open(&s, &pw, &err), 0);
 
     /* the group dies on SIGTERM */
     _cleanup_free_ char *t1 = xasprintf("echo $$ > '%s/pid1'; sleep 30 & echo $! > '%s/pid2'; "
                                         "echo waiting >&2; wait",
                                         tmpdir, tmpdir);
-    s.exec.power_status = t1;
+    set(&s, "power_status", t1);
     uint64_t t0 = now_monotonic_ns();
     assert_int_equal(pw->status(pw, 0, &st, &err), -ETIMEDOUT);
     double dt = elapsed_s(t0);
@@ -430,7 +450,7 @@ static void test_timeout(void **state)
     _cleanup_free_ char *t2 = xasprintf("trap '' TERM; echo $$ > '%s/pid3'; sleep 30 & "
                                         "echo $! > '%s/pid4'; wait",
                                         tmpdir, tmpdir);
-    s.exec.power_status = t2;
+    set(&s, "power_status", t2);
     t0 = now_monotonic_ns();
     assert_int_equal(pw->status(pw, 0, &st, &err), -ETIMEDOUT);
     dt = elapsed_s(t0);
@@ -439,6 +459,7 @@ static void test_timeout(void **state)
     assert_true(process_gone(atoi(p3)));
     assert_true(process_gone(atoi(p4)));
     pw->close(pw);
+    site_engines_free(&s);
 }
 
 static void test_big_output(void **state)
@@ -450,7 +471,8 @@ static void test_big_output(void **state)
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
 
     /* 40000 domains, ~1 MiB: fine */
-    s.exec.list = "i=0; while [ $i -lt 40000 ]; do echo \"vm-$i running 1 2 3\"; i=$((i+1)); done";
+    set(&s, "list",
+        "i=0; while [ $i -lt 40000 ]; do echo \"vm-$i running 1 2 3\"; i=$((i+1)); done");
     int r = vms->list(vms, 0, &l, &err);
     if (r < 0)
         fail_msg("%s", err.msg);
@@ -459,13 +481,14 @@ static void test_big_output(void **state)
     fx_list_free(&l);
 
     /* endless output: killed at 1 MiB, long before its deadline */
-    s.exec.list = "yes 'vm running 1 2 3'";
+    set(&s, "list", "yes 'vm running 1 2 3'");
     uint64_t t0 = now_monotonic_ns();
     assert_int_equal(vms->list(vms, 0, &l, &err), -EMSGSIZE);
     assert_true(elapsed_s(t0) < 2.0);
     assert_string_equal(err.msg, "host h1: list command printed more than 1048576 bytes and was "
                                  "killed");
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 /* No fd of ours reaches the command, even one opened without O_CLOEXEC:
@@ -478,8 +501,9 @@ static void test_fds(void **state)
     struct fx_list l;
     int fd = open("/etc/hostname", O_RDONLY);
     assert_true(fd >= 3 && fd < 40);
-    s.exec.list = "i=0; while [ $i -lt 40 ]; do [ -e /proc/self/fd/$i ] && "
-                  "echo \"fd$i running 0 0 0\"; i=$((i+1)); done; true";
+    set(&s, "list",
+        "i=0; while [ $i -lt 40 ]; do [ -e /proc/self/fd/$i ] && "
+        "echo \"fd$i running 0 0 0\"; i=$((i+1)); done; true");
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     int r = vms->list(vms, 0, &l, &err);
     if (r < 0)
@@ -491,6 +515,7 @@ static void test_fds(void **state)
     fx_list_free(&l);
     close(fd);
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 /* ---- threads ---------------------------------------------------------------- */
@@ -532,8 +557,8 @@ static void test_threads(void **state)
     _cleanup_free_ char *tmpl = xasprintf("sleep 0.4; [ {vm} != bad ] || { echo {src} refuses >&2; "
                                           "exit 1; }; echo {vm} {src} {dst} > '%s/moved-'{vm}",
                                           tmpdir);
-    s.exec.migrate = tmpl;
-    s.exec.list = "echo vm-{host} running 1 2 3";
+    set(&s, "migrate", tmpl);
+    set(&s, "list", "echo vm-{host} running 1 2 3");
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     int fds = count_fds();
 
@@ -570,6 +595,7 @@ static void test_threads(void **state)
     }
     assert_int_equal(count_fds(), fds);
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 static void test_bad_host(void **state)
@@ -578,7 +604,7 @@ static void test_bad_host(void **state)
     struct fx_vms *vms;
     struct fleet_error err = {{0}};
     struct fx_list l;
-    s.exec.list = "true";
+    set(&s, "list", "true");
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     assert_int_equal(vms->list(vms, 3, &l, &err), -EINVAL);
     assert_int_equal(vms->migrate(vms, "a", 0, 1, 5, &err), -EOPNOTSUPP);
@@ -586,6 +612,7 @@ static void test_bad_host(void **state)
                         "host h1: no migrate command configured (migrate in fleet.ini's [exec] "
                         "section)");
     vms->close(vms);
+    site_engines_free(&s);
 }
 
 int main(void)

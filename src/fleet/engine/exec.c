@@ -1,8 +1,9 @@
-/* What the engines share: names, lists, the "none" power engine and the
- * choice of engines a site's configuration makes. */
+/* What the engines share: names, lists, the "none" power engine, and the
+ * table of engines from which a site's configuration chooses. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/util.h"
 #include "fleet/engine/exec.h"
@@ -77,27 +78,56 @@ int fx_none_power_open(const struct site *site, struct fx_power **ret, struct fl
     return 0;
 }
 
+const struct fx_engine fx_engine_none = {
+    .name = "none",
+    .power = true,
+    .open_power = fx_none_power_open,
+};
+
+/* ---- the table ------------------------------------------------------------ */
+
+/* A new engine: its file (a struct fx_engine like fx_engine_ipmi), its
+ * extern line in exec.h, and a row here. The first VM and the first power
+ * engine are fleet.ini's defaults. */
+const struct fx_engine *const fx_engines[] = {
+    &fx_engine_libvirt,    &fx_engine_exec_vms, &fx_engine_ipmi,
+    &fx_engine_exec_power, &fx_engine_none,     NULL,
+};
+
+const struct fx_engine *fx_engine_find(const char *name, bool power)
+{
+    for (size_t i = 0; fx_engines[i]; i++)
+        if (fx_engines[i]->power == power && strcasecmp(fx_engines[i]->name, name) == 0)
+            return fx_engines[i];
+    return NULL;
+}
+
+const void *fx_engine_conf(const struct site *s, const struct fx_engine *e)
+{
+    for (size_t i = 0; s->engine_conf && fx_engines[i]; i++)
+        if (fx_engines[i] == e)
+            return s->engine_conf[i];
+    return NULL;
+}
+
+/* The site's engine of that kind, or the default one. */
+static const struct fx_engine *chosen(const struct fx_engine *e, bool power)
+{
+    for (size_t i = 0; !e && fx_engines[i]; i++)
+        if (fx_engines[i]->power == power)
+            e = fx_engines[i];
+    return e;
+}
+
 int fx_open(const struct site *site, struct fx_vms **ret_vms, struct fx_power **ret_power,
             struct fleet_error *err)
 {
     struct fx_vms *vms = NULL;
     struct fx_power *pw = NULL;
-    int r = site->vm_engine == SITE_VMS_EXEC ? fx_exec_vms_open(site, &vms, err)
-                                             : fx_libvirt_open(site, &vms, err);
+    int r = chosen(site->vm_engine, false)->open_vms(site, &vms, err);
     if (r < 0)
         return r;
-    switch (site->power_engine) {
-    case SITE_POWER_IPMI:
-        r = fx_ipmi_open(site, &pw, err);
-        break;
-    case SITE_POWER_EXEC:
-        r = fx_exec_power_open(site, &pw, err);
-        break;
-    case SITE_POWER_NONE:
-    default:
-        r = fx_none_power_open(site, &pw, err);
-        break;
-    }
+    r = chosen(site->power_engine, true)->open_power(site, &pw, err);
     if (r < 0) {
         vms->close(vms);
         return r;

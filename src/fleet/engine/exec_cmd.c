@@ -436,22 +436,75 @@ struct job {
     char who[256]; /* "host h1: list command" */
 };
 
-static double exec_timeout_s(const struct site *s)
+/* ---- fleet.ini's [exec] -------------------------------------------------- */
+
+enum exec_key { K_LIST, K_MIGRATE, K_POWER_ON, K_POWER_OFF, K_POWER_STATUS, K_POWER_READING, K_N };
+
+static const char *const exec_key_names[K_N] = {"list",      "migrate",      "power_on",
+                                                "power_off", "power_status", "power_reading"};
+
+/* What [exec] says to one of the two engines (each reads its own keys,
+ * and timeout_s). */
+struct exec_conf {
+    char *tmpl[K_N];  /* NULL: not configured */
+    double timeout_s; /* 0: CMD_TIMEOUT_S */
+};
+
+static int exec_parse(void **conf, enum fx_where where, size_t hi, const char *key, const char *val,
+                      char *why, size_t size)
 {
-    double t = s->exec.timeout_s;
-    return t > 0 ? t : CMD_TIMEOUT_S;
+    struct exec_conf *c = *conf ? *conf : (*conf = xcalloc(1, sizeof(struct exec_conf)));
+    if (streq(key, "timeout_s")) {
+        char *end;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (end == val || *end || errno || !(v >= 0.1 && v <= 86400)) {
+            snprintf(why, size, "%s = '%.60s': want a number 0.1..86400", key, val);
+            return -EINVAL;
+        }
+        c->timeout_s = v;
+        return 0;
+    }
+    for (int k = 0; k < K_N; k++)
+        if (streq(key, exec_key_names[k])) {
+            struct fleet_error e = {{0}};
+            if (fx_exec_template_check(val, fx_exec_template_allowed(key), &e) < 0) {
+                snprintf(why, size, "[exec] %s: %.300s", key, e.msg);
+                return -EINVAL;
+            }
+            free(c->tmpl[k]);
+            c->tmpl[k] = xstrdup(val);
+            return 0;
+        }
+    snprintf(why, size, "[exec] %s: not a key of the exec engine", key);
+    return -EINVAL;
 }
 
-static void job_init(struct job *j, const struct site *s, size_t hi, const char *key,
-                     const char *tmpl)
+static void exec_conf_free(void *conf)
+{
+    struct exec_conf *c = conf;
+    for (int k = 0; c && k < K_N; k++)
+        free(c->tmpl[k]);
+    free(c);
+}
+
+/* The keys of S's engine of that kind: the template of each, timeout_s. */
+static const struct exec_conf *exec_conf(const struct site *s, bool power)
+{
+    return fx_engine_conf(s, power ? &fx_engine_exec_power : &fx_engine_exec_vms);
+}
+
+static void job_init(struct job *j, const struct site *s, size_t hi, bool power, enum exec_key k)
 {
     const struct site_host *h = &s->hosts[hi];
+    const struct exec_conf *c = exec_conf(s, power);
+    const char *key = exec_key_names[k];
     *j = (struct job){.site = s,
                       .host = h,
                       .key = key,
-                      .tmpl = tmpl,
+                      .tmpl = c ? c->tmpl[k] : NULL,
                       .allowed = fx_exec_template_allowed(key),
-                      .timeout_s = exec_timeout_s(s)};
+                      .timeout_s = c && c->timeout_s > 0 ? c->timeout_s : CMD_TIMEOUT_S};
     j->vars[j->n_vars++] = (struct tvar){"host", h->name};
     j->vars[j->n_vars++] = (struct tvar){"uri", h->uri};
     j->vars[j->n_vars++] = (struct tvar){"bmc", h->bmc};
@@ -772,7 +825,7 @@ static int exec_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fl
     int k = host_check(s, hi, "list", err);
     if (k < 0)
         return k;
-    job_init(&j, s, hi, "list", s->exec.list);
+    job_init(&j, s, hi, false, K_LIST);
     k = job_run(&j, &out, err);
     if (k < 0)
         return k;
@@ -792,7 +845,7 @@ static int exec_migrate(struct fx_vms *x, const char *vm, size_t src, size_t dst
         k = host_check(s, dst, "migrate", err);
     if (k < 0)
         return k;
-    job_init(&j, s, src, "migrate", s->exec.migrate);
+    job_init(&j, s, src, false, K_MIGRATE);
     j.n_vars = 2; /* {host} and {uri}: the source's; no {bmc} */
     j.vars[j.n_vars++] = (struct tvar){"vm", vm};
     j.vars[j.n_vars++] = (struct tvar){"src", s->hosts[src].name};
@@ -814,29 +867,8 @@ static void exec_vms_close(struct fx_vms *x)
     free(x);
 }
 
-/* Each configured template of KEYS, checked once at open. */
-static int check_keys(const struct site *s, const char *const *keys, const char *const *tmpls,
-                      size_t n, struct fleet_error *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        struct fleet_error e;
-        if (!tmpls[i] ||
-            fx_exec_template_check(tmpls[i], fx_exec_template_allowed(keys[i]), &e) >= 0)
-            continue;
-        fleet_error_set(err, "%s [exec] %s: %s", s->origin ? s->origin : "fleet.ini", keys[i],
-                        e.msg);
-        return -EINVAL;
-    }
-    return 0;
-}
-
 int fx_exec_vms_open(const struct site *site, struct fx_vms **ret, struct fleet_error *err)
 {
-    const char *const keys[] = {"list", "migrate"};
-    const char *const tmpls[] = {site->exec.list, site->exec.migrate};
-    int k = check_keys(site, keys, tmpls, ARRAY_SIZE(keys), err);
-    if (k < 0)
-        return k;
     struct exec_vms *e = xcalloc(1, sizeof(*e));
     e->pub = (struct fx_vms){
         .name = "exec", .list = exec_list, .migrate = exec_migrate, .close = exec_vms_close};
@@ -853,14 +885,14 @@ struct exec_power {
 };
 
 /* Run KEY's command for host HI; its stdout, stripped, in RET (owned). */
-static int power_run(struct fx_power *x, size_t hi, const char *key, const char *tmpl,
-                     struct job *j, struct buf *ret, struct fleet_error *err)
+static int power_run(struct fx_power *x, size_t hi, enum exec_key key, struct job *j,
+                     struct buf *ret, struct fleet_error *err)
 {
     const struct site *s = ((struct exec_power *)x)->site;
-    int k = host_check(s, hi, key, err);
+    int k = host_check(s, hi, exec_key_names[key], err);
     if (k < 0)
         return k;
-    job_init(j, s, hi, key, tmpl);
+    job_init(j, s, hi, true, key);
     j->creds = true;
     return job_run(j, ret, err);
 }
@@ -868,10 +900,9 @@ static int power_run(struct fx_power *x, size_t hi, const char *key, const char 
 static int exec_status(struct fx_power *x, size_t hi, enum fx_power_state *ret,
                        struct fleet_error *err)
 {
-    const struct site *s = ((struct exec_power *)x)->site;
     struct job j;
     struct buf out;
-    int k = power_run(x, hi, "power_status", s->exec.power_status, &j, &out, err);
+    int k = power_run(x, hi, K_POWER_STATUS, &j, &out, err);
     if (k < 0)
         return k;
     const char *v = strip(out.p);
@@ -888,11 +919,9 @@ static int exec_status(struct fx_power *x, size_t hi, enum fx_power_state *ret,
 
 static int exec_set(struct fx_power *x, size_t hi, bool on, struct fleet_error *err)
 {
-    const struct site *s = ((struct exec_power *)x)->site;
     struct job j;
     struct buf out;
-    int k = power_run(x, hi, on ? "power_on" : "power_off",
-                      on ? s->exec.power_on : s->exec.power_off, &j, &out, err);
+    int k = power_run(x, hi, on ? K_POWER_ON : K_POWER_OFF, &j, &out, err);
     if (k < 0)
         return k;
     free(out.p);
@@ -901,10 +930,9 @@ static int exec_set(struct fx_power *x, size_t hi, bool on, struct fleet_error *
 
 static int exec_reading(struct fx_power *x, size_t hi, double *watts, struct fleet_error *err)
 {
-    const struct site *s = ((struct exec_power *)x)->site;
     struct job j;
     struct buf out;
-    int k = power_run(x, hi, "power_reading", s->exec.power_reading, &j, &out, err);
+    int k = power_run(x, hi, K_POWER_READING, &j, &out, err);
     if (k < 0)
         return k;
     const char *v = strip(out.p);
@@ -929,12 +957,6 @@ static void exec_power_close(struct fx_power *x)
 
 int fx_exec_power_open(const struct site *site, struct fx_power **ret, struct fleet_error *err)
 {
-    const char *const keys[] = {"power_on", "power_off", "power_status", "power_reading"};
-    const char *const tmpls[] = {site->exec.power_on, site->exec.power_off, site->exec.power_status,
-                                 site->exec.power_reading};
-    int k = check_keys(site, keys, tmpls, ARRAY_SIZE(keys), err);
-    if (k < 0)
-        return k;
     struct exec_power *e = xcalloc(1, sizeof(*e));
     e->pub = (struct fx_power){.name = "exec",
                                .status = exec_status,
@@ -945,3 +967,67 @@ int fx_exec_power_open(const struct site *site, struct fx_power **ret, struct fl
     *ret = &e->pub;
     return 0;
 }
+
+/* ---- the two rows of the table of engines ---------------------------------- */
+
+/* What each engine needs configured. */
+static int exec_check(const struct site *s, const void *conf, bool power, char *why, size_t size)
+{
+    const struct exec_conf *c = conf;
+    static const enum exec_key vms[] = {K_LIST, K_MIGRATE},
+                               pw[] = {K_POWER_ON, K_POWER_OFF, K_POWER_STATUS};
+    const enum exec_key *need = power ? pw : vms;
+    size_t n = power ? ARRAY_SIZE(pw) : ARRAY_SIZE(vms);
+    for (size_t i = 0; i < n; i++)
+        if (!c || !c->tmpl[need[i]]) {
+            snprintf(why, size, "%s",
+                     power ? "power = exec needs power_on, power_off and power_status in [exec]"
+                           : "vm_engine = exec needs list and migrate in [exec]");
+            return -EINVAL;
+        }
+    return 0;
+}
+
+static int exec_vms_check(const struct site *s, const void *conf, char *why, size_t size, int *line)
+{
+    return exec_check(s, conf, false, why, size);
+}
+
+static int exec_power_check(const struct site *s, const void *conf, char *why, size_t size,
+                            int *line)
+{
+    return exec_check(s, conf, true, why, size);
+}
+
+static const struct fx_key exec_vms_keys[] = {
+    {FX_IN_SECTION, "list"},
+    {FX_IN_SECTION, "migrate"},
+    {FX_IN_SECTION, "timeout_s"},
+    {0, NULL},
+};
+
+static const struct fx_key exec_power_keys[] = {
+    {FX_IN_SECTION, "power_on"},      {FX_IN_SECTION, "power_off"}, {FX_IN_SECTION, "power_status"},
+    {FX_IN_SECTION, "power_reading"}, {FX_IN_SECTION, "timeout_s"}, {0, NULL},
+};
+
+const struct fx_engine fx_engine_exec_vms = {
+    .name = "exec",
+    .section = "exec",
+    .keys = exec_vms_keys,
+    .parse = exec_parse,
+    .free_conf = exec_conf_free,
+    .check = exec_vms_check,
+    .open_vms = fx_exec_vms_open,
+};
+
+const struct fx_engine fx_engine_exec_power = {
+    .name = "exec",
+    .power = true,
+    .section = "exec",
+    .keys = exec_power_keys,
+    .parse = exec_parse,
+    .free_conf = exec_conf_free,
+    .check = exec_power_check,
+    .open_power = fx_exec_power_open,
+};
