@@ -294,7 +294,7 @@ list = {list}
 migrate = true
 power_on = true
 power_off = true
-power_status = test "$WATT_BMC_PASSWORD" = 'p;w# 1 ' && echo on || echo off
+power_status = sh -c 'test "$WATT_BMC_PASSWORD" = "p;w# 1 " && echo on || echo off' 
 [host a]
 type = g5
 bmc = 10.0.0.1
@@ -323,10 +323,10 @@ def refused(what, p, want):
 # Names from outside with terminal escapes: an OSC that retitles the
 # terminal (ESC ] ... BEL), a CSI that clears it (ESC [ 2J), a C1 CSI byte
 # (0x9b, also invalid UTF-8) and DEL.
-HOSTILE_LIST = ("[ {host} = a ] && printf '"
+HOSTILE_LIST = ("sh -c '[ \"$1\" = a ] && printf \""
                 "ev\\033]0;pwned\\007il running 1000000 1048576 1\\n"
                 "x\\033[2Jy running 5 1024 1\\n"
-                "z\\233w\\177 running 5 1024 1\\n' || true")
+                "z\\233w\\177 running 5 1024 1\\n\" || true' sh {host}")
 ESCAPES = (b"\x1b", b"\x9b", b"\x07", b"\x7f")
 
 
@@ -425,6 +425,37 @@ def test_passwords():
         refused("bmc_password_file: 5000 bytes",
                 watt("check", "--config", exec_ini(d, f"bmc_password_file = {big}")),
                 ["line 15", big, "larger than 4096 bytes"])
+
+
+def test_templates():
+    """fleet check refuses an [exec] template with a placeholder inside
+    quotes (a VM name would run as shell there), naming the line, the key
+    and the template; the same placeholder outside the quotes is fine."""
+    bad = [("migrate = true", 7, 'migrate = sh -c "virsh migrate --live {vm} {dst_uri}"',
+            "placeholder {vm} inside quotes"),
+           ("power_on = true", 8, "power_on = ipmitool -H '{bmc}' -E power on",
+            "placeholder {bmc} inside quotes"),
+           ("migrate = true", 7, "migrate = virsh migrate 'x{vm}y'",
+            "placeholder {vm} inside quotes"),
+           ("migrate = true", 7, "migrate = {vm} --now", "placeholder {vm} in the first word"),
+           ("list = true", 6, "list = ssh {host} 'virsh list", "unterminated ' quote")]
+    with tempfile.TemporaryDirectory() as d:
+        for old, line, new, why in bad:
+            path = exec_ini(d, "")
+            with open(path) as f:
+                text = f.read()
+            write(path, text.replace(old, new))
+            tmpl = new.split(" = ", 1)[1]
+            refused(f"fleet check, {new}", watt("check", "--config", path),
+                    [f"{path} line {line}: [exec] {new.split()[0]}: {why} in '{tmpl}'"])
+        path = exec_ini(d, "")
+        with open(path) as f:
+            text = f.read()
+        write(path, text.replace("migrate = true",
+                                 "migrate = sh -c 'virsh migrate --live \"$1\" \"$2\"' sh {vm} {dst_uri}"))
+        p = ok("fleet check, placeholders outside quotes", watt("check", "--config", path))
+        if p and "vm engine exec, power exec" not in p.stdout:
+            fail(f"fleet check names the engines: {p.stdout!r}")
 
 
 def planetlab(folder, files):
@@ -526,6 +557,7 @@ def main():
         test_help()
         test_bad_input(tmp)
         test_passwords()
+        test_templates()
         test_hostile_names()
     if failures:
         print(f"FAIL: {len(failures)} failures")

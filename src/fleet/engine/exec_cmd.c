@@ -2,8 +2,10 @@
  * as a VM engine and a power engine, the escape hatch for OpenStack,
  * Kubernetes, Redfish scripts and anything else.
  *
- * Each call expands one template (exec_cmd.h: values single-quoted) and
- * runs it with /bin/sh -c: stdin empty, stdout captured (at most 1 MiB),
+ * Each call turns one template, split into words when fleet.ini was read
+ * (exec_tmpl.h), into an argv with the call's values, each placeholder
+ * one word, and runs it with posix_spawnp(), no shell: stdin empty, stdout
+ * captured (at most 1 MiB),
  * the last 512 bytes of stderr kept for the error message, no fd of ours
  * inherited, its own process group, default signal dispositions. Past its
  * deadline the group gets SIGTERM, SIGKILL 2 s later, and is reaped.
@@ -31,6 +33,7 @@
 #include "base/util.h"
 #include "fleet/engine/exec.h"
 #include "fleet/engine/exec_cmd.h"
+#include "fleet/engine/exec_tmpl.h"
 
 #define CMD_OUT_MAX       (1u << 20)    /* bytes of stdout a command may print */
 #define CMD_TAIL_MAX      512           /* bytes of stderr kept for messages */
@@ -56,121 +59,6 @@ static void buf_add(struct buf *b, const char *s, size_t n)
     memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
-}
-
-static void buf_adds(struct buf *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
-
-/* ---- templates ------------------------------------------------------------ */
-
-const char *fx_exec_template_allowed(const char *key)
-{
-    static const char *const host_keys[] = {"list", "power_on", "power_off", "power_status",
-                                            "power_reading"};
-    if (streq(key, "migrate"))
-        return FX_EXEC_ALLOW_MIGRATE;
-    for (size_t i = 0; i < ARRAY_SIZE(host_keys); i++)
-        if (streq(key, host_keys[i]))
-            return FX_EXEC_ALLOW_HOST;
-    return NULL;
-}
-
-/* The length of the placeholder name after the '{' at B, 0 when B starts
- * none ("{}", "{ print }", the shell's "${x}"). */
-static size_t placeholder_len(const char *tmpl, const char *b)
-{
-    if (b > tmpl && b[-1] == '$')
-        return 0;
-    size_t n = 0;
-    while (isalnum((unsigned char)b[1 + n]) || b[1 + n] == '_')
-        n++;
-    return n > 0 && b[1 + n] == '}' ? n : 0;
-}
-
-static bool name_in(const char *list, const char *name, size_t n)
-{
-    for (const char *p = list; *p;) {
-        p += strspn(p, " ,");
-        size_t k = strcspn(p, " ,");
-        if (k == n && k > 0 && memcmp(p, name, n) == 0)
-            return true;
-        p += k;
-    }
-    return false;
-}
-
-/* "{host} {uri} {bmc}" from "host uri bmc". */
-static void known_names(const char *list, char *out, size_t size)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (const char *p = list; *p && o < size;) {
-        p += strspn(p, " ,");
-        int k = (int)strcspn(p, " ,");
-        if (k > 0)
-            o += (size_t)snprintf(out + o, size - o, "%s{%.*s}", o ? " " : "", k, p);
-        p += k;
-    }
-}
-
-int fx_exec_template_check(const char *tmpl, const char *allowed, struct fleet_error *err)
-{
-    for (const char *b = strchr(tmpl, '{'); b; b = strchr(b + 1, '{')) {
-        size_t n = placeholder_len(tmpl, b);
-        if (n == 0 || name_in(allowed, b + 1, n))
-            continue;
-        char known[128];
-        known_names(allowed, known, sizeof(known));
-        fleet_error_set(err, "unknown placeholder {%.*s} in '%.80s%s' (known: %s)", (int)n, b + 1,
-                        tmpl, strlen(tmpl) > 80 ? "..." : "", known);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-struct tvar {
-    const char *name;
-    const char *value; /* NULL: "" */
-};
-
-/* VALUE in single quotes for sh; a quote inside becomes '\''. */
-static void sh_quote(struct buf *b, const char *value)
-{
-    buf_adds(b, "'");
-    for (const char *p = value ? value : ""; *p; p++) {
-        size_t k = strcspn(p, "'");
-        buf_add(b, p, k);
-        p += k;
-        if (!*p)
-            break;
-        buf_adds(b, "'\\''");
-    }
-    buf_adds(b, "'");
-}
-
-/* TMPL with its placeholders replaced; TMPL passed fx_exec_template_check()
- * against the names of VARS. Owned by the caller. */
-static char *template_expand(const char *tmpl, const struct tvar *vars, size_t n_vars)
-{
-    struct buf b = {0};
-    const char *p = tmpl;
-    for (const char *q = strchr(p, '{'); q; q = strchr(q + 1, '{')) {
-        size_t n = placeholder_len(tmpl, q);
-        const struct tvar *v = NULL;
-        for (size_t i = 0; n > 0 && i < n_vars && !v; i++)
-            if (strlen(vars[i].name) == n && memcmp(vars[i].name, q + 1, n) == 0)
-                v = &vars[i];
-        if (!v)
-            continue;
-        buf_add(&b, p, (size_t)(q - p));
-        sh_quote(&b, v->value);
-        p = q + 1 + n + 1;
-        q = p - 1;
-    }
-    buf_adds(&b, p);
-    return b.p;
 }
 
 /* ---- running one command --------------------------------------------------- */
@@ -324,12 +212,12 @@ static int run_reap(struct run *r)
     return w < 0 ? -errno : 0;
 }
 
-static int spawn_sh(const char *cmdline, char *const *envp, int in, int out, int err, pid_t *ret)
+/* ARGV[0] found in $PATH (or a path), run with ARGV: no shell. */
+static int spawn_argv(char *const *argv, char *const *envp, int in, int out, int err, pid_t *ret)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
-    char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmdline, NULL};
 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in, 0);
@@ -351,7 +239,7 @@ static int spawn_sh(const char *cmdline, char *const *envp, int in, int out, int
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int r = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, envp);
+    int r = posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     if (r != 0)
@@ -383,17 +271,17 @@ static void pipes_close(int p[3][2])
     }
 }
 
-/* Run CMDLINE to its end or its deadline. Returns 0 when it exited by
+/* Run ARGV to its end or its deadline. Returns 0 when it exited by
  * itself (its status in R->status; R->out, R->tail filled), -ETIMEDOUT or
  * -EMSGSIZE when it was killed, -errno when it could not start. The child
  * is always reaped. */
-static int run_cmd(struct run *r, const char *cmdline, char *const *envp, double timeout_s)
+static int run_cmd(struct run *r, char *const *argv, char *const *envp, double timeout_s)
 {
     int p[3][2];
     *r = (struct run){.pid = -1, .pidfd = -1, .fd_out = -1, .fd_err = -1};
     int k = pipes_open(p);
     if (k >= 0)
-        k = spawn_sh(cmdline, envp, p[0][0], p[1][1], p[2][1], &r->pid);
+        k = spawn_argv(argv, envp, p[0][0], p[1][1], p[2][1], &r->pid);
     if (k < 0) {
         pipes_close(p);
         return k;
@@ -426,12 +314,10 @@ static int run_cmd(struct run *r, const char *cmdline, char *const *envp, double
 struct job {
     const struct site *site;
     const struct site_host *host;
-    const char *key;     /* "list", "migrate", ... */
-    const char *tmpl;    /* NULL: not configured */
-    const char *allowed; /* FX_EXEC_ALLOW_* */
-    struct tvar vars[6];
-    size_t n_vars;
-    bool creds; /* the BMC credentials in the environment */
+    const char *key;            /* "list", "migrate", ... */
+    const struct fx_tmpl *tmpl; /* NULL: not configured */
+    const char *vals[FX_VAR_N]; /* each placeholder's value, NULL: "" */
+    bool creds;                 /* the BMC credentials in the environment */
     double timeout_s;
     char who[256]; /* "host h1: list command" */
 };
@@ -444,10 +330,10 @@ static const char *const exec_key_names[K_N] = {"list",      "migrate",      "po
                                                 "power_off", "power_status", "power_reading"};
 
 /* What [exec] says to one of the two engines (each reads its own keys,
- * and timeout_s). */
+ * and timeout_s): the templates split into words, once. */
 struct exec_conf {
-    char *tmpl[K_N];  /* NULL: not configured */
-    double timeout_s; /* 0: CMD_TIMEOUT_S */
+    struct fx_tmpl tmpl[K_N]; /* n == 0: not configured */
+    double timeout_s;         /* 0: CMD_TIMEOUT_S */
 };
 
 static int exec_parse(void **conf, enum fx_where where, size_t hi, const char *key, const char *val,
@@ -467,13 +353,14 @@ static int exec_parse(void **conf, enum fx_where where, size_t hi, const char *k
     }
     for (int k = 0; k < K_N; k++)
         if (streq(key, exec_key_names[k])) {
-            struct fleet_error e = {{0}};
-            if (fx_exec_template_check(val, fx_exec_template_allowed(key), &e) < 0) {
-                snprintf(why, size, "[exec] %s: %.300s", key, e.msg);
+            struct fx_tmpl t;
+            char e[300];
+            if (fx_tmpl_split(val, fx_exec_allowed(key), &t, e, sizeof(e)) < 0) {
+                snprintf(why, size, "[exec] %s: %s", key, e);
                 return -EINVAL;
             }
-            free(c->tmpl[k]);
-            c->tmpl[k] = xstrdup(val);
+            fx_tmpl_free(&c->tmpl[k]);
+            c->tmpl[k] = t;
             return 0;
         }
     snprintf(why, size, "[exec] %s: not a key of the exec engine", key);
@@ -484,7 +371,7 @@ static void exec_conf_free(void *conf)
 {
     struct exec_conf *c = conf;
     for (int k = 0; c && k < K_N; k++)
-        free(c->tmpl[k]);
+        fx_tmpl_free(&c->tmpl[k]);
     free(c);
 }
 
@@ -502,12 +389,11 @@ static void job_init(struct job *j, const struct site *s, size_t hi, bool power,
     *j = (struct job){.site = s,
                       .host = h,
                       .key = key,
-                      .tmpl = c ? c->tmpl[k] : NULL,
-                      .allowed = fx_exec_template_allowed(key),
+                      .tmpl = c && c->tmpl[k].n ? &c->tmpl[k] : NULL,
                       .timeout_s = c && c->timeout_s > 0 ? c->timeout_s : CMD_TIMEOUT_S};
-    j->vars[j->n_vars++] = (struct tvar){"host", h->name};
-    j->vars[j->n_vars++] = (struct tvar){"uri", h->uri};
-    j->vars[j->n_vars++] = (struct tvar){"bmc", h->bmc};
+    j->vals[FX_VAR_HOST] = h->name;
+    j->vals[FX_VAR_URI] = h->uri;
+    j->vals[FX_VAR_BMC] = h->bmc;
     snprintf(j->who, sizeof(j->who), "host %s: %s command", h->name, key);
 }
 
@@ -583,7 +469,8 @@ static void fail_with_tail(struct fleet_error *err, const struct job *j, const s
                  tail + (len > room ? len - room : 0));
 }
 
-static int job_fail(const struct job *j, const struct run *r, int k, struct fleet_error *err)
+static int job_fail(const struct job *j, const struct run *r, const char *prog, int k,
+                    struct fleet_error *err)
 {
     char what[96];
     if (k == -ETIMEDOUT) {
@@ -591,7 +478,7 @@ static int job_fail(const struct job *j, const struct run *r, int k, struct flee
     } else if (k == -EMSGSIZE) {
         snprintf(what, sizeof(what), "printed more than %u bytes and was killed", CMD_OUT_MAX);
     } else if (k < 0) {
-        fleet_error_set(err, "%s could not run: %s", j->who, strerror(-k));
+        fleet_error_set(err, "%s could not run %s: %s", j->who, prog, strerror(-k));
         return k;
     } else if (WIFEXITED(r->status)) {
         snprintf(what, sizeof(what), "exited %d", WEXITSTATUS(r->status));
@@ -614,23 +501,20 @@ static int job_run(struct job *j, struct buf *ret, struct fleet_error *err)
                         j->site->origin ? j->site->origin : "fleet.ini");
         return -EOPNOTSUPP;
     }
-    struct fleet_error e;
-    int k = fx_exec_template_check(j->tmpl, j->allowed, &e);
-    if (k < 0) {
-        fleet_error_set(err, "%s: %s", j->who, e.msg);
-        return k;
-    }
-    _cleanup_free_ char *cmdline = template_expand(j->tmpl, j->vars, j->n_vars);
+    char **argv = fx_tmpl_argv(j->tmpl, j->vals);
     struct env env;
     struct run r;
     double t = j->timeout_s > CMD_TIMEOUT_MAX_S ? CMD_TIMEOUT_MAX_S : j->timeout_s;
     env_build(j, &env);
-    k = run_cmd(&r, cmdline, env.v, t);
+    int k = run_cmd(&r, argv, env.v, t);
     env_free(&env);
     if (k < 0 || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
         free(r.out.p);
-        return job_fail(j, &r, k, err);
+        k = job_fail(j, &r, argv[0], k, err);
+        fx_argv_free(argv);
+        return k;
     }
+    fx_argv_free(argv);
     if (!r.out.p)
         buf_add(&r.out, "", 0);
     if (memchr(r.out.p, '\0', r.out.n)) {
@@ -846,11 +730,11 @@ static int exec_migrate(struct fx_vms *x, const char *vm, size_t src, size_t dst
     if (k < 0)
         return k;
     job_init(&j, s, src, false, K_MIGRATE);
-    j.n_vars = 2; /* {host} and {uri}: the source's; no {bmc} */
-    j.vars[j.n_vars++] = (struct tvar){"vm", vm};
-    j.vars[j.n_vars++] = (struct tvar){"src", s->hosts[src].name};
-    j.vars[j.n_vars++] = (struct tvar){"dst", s->hosts[dst].name};
-    j.vars[j.n_vars++] = (struct tvar){"dst_uri", s->hosts[dst].uri};
+    /* {host} and {uri}: the source's; no {bmc} */
+    j.vals[FX_VAR_VM] = vm;
+    j.vals[FX_VAR_SRC] = s->hosts[src].name;
+    j.vals[FX_VAR_DST] = s->hosts[dst].name;
+    j.vals[FX_VAR_DST_URI] = s->hosts[dst].uri;
     snprintf(j.who, sizeof(j.who), "host %s: migrate command for VM '%.96s' to %s",
              s->hosts[src].name, vm, s->hosts[dst].name);
     if (timeout_s > 0)
@@ -979,7 +863,7 @@ static int exec_check(const struct site *s, const void *conf, bool power, char *
     const enum exec_key *need = power ? pw : vms;
     size_t n = power ? ARRAY_SIZE(pw) : ARRAY_SIZE(vms);
     for (size_t i = 0; i < n; i++)
-        if (!c || !c->tmpl[need[i]]) {
+        if (!c || !c->tmpl[need[i]].n) {
             snprintf(why, size, "%s",
                      power ? "power = exec needs power_on, power_off and power_status in [exec]"
                            : "vm_engine = exec needs list and migrate in [exec]");
