@@ -278,6 +278,34 @@ static void test_quoted_placeholder_refused_at_load(void **state)
     site_free(&s);
 }
 
+/* Names fleet.ini gives: hosts (they reach commands as {host}, {src},
+ * {dst}) and the VMs to manage, by the same rules. */
+static void test_site_names(void **state)
+{
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"[host -h1]\ntype = g5\n", "fleet.ini line 3: host name '-h1' must be 1..47 letters, "
+                                    "digits, '_', '-' or '.', not starting with '-'"},
+        {"[host h$(x)]\ntype = g5\n", "fleet.ini line 3: host name 'h$(x)' must be"},
+        {"[host h1]\ntype = g5\n[controller]\nvms = a/b\n",
+         "fleet.ini line 6: vms: VM name 'a/b' holds '/' (libvirt refuses it)"},
+        {"[host h1]\ntype = g5\n[controller]\nvms = ok, x\033y\n",
+         "fleet.ini line 6: vms: VM name 'x\\x1by' holds a control character (U+001B)"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        _cleanup_free_ char *ini =
+            xasprintf("[exec]\nlist = true\n%s%s", bad[i].text,
+                      strstr(bad[i].text, "[controller]") ? "vm_engine = exec\npower = none\n"
+                                                          : "[controller]\nvm_engine = exec\n"
+                                                            "power = none\n");
+        struct site s;
+        struct fleet_error err = {{0}};
+        assert_int_equal(site_parse(ini, strlen(ini), "fleet.ini", &s, &err), -EINVAL);
+        assert_contains(err.msg, bad[i].msg);
+    }
+}
+
 /* A program to run: SCRIPT (sh) in a file of the temporary folder. */
 static char *script(const char *name, const char *body)
 {
@@ -313,25 +341,30 @@ static char *words_in(const char *name)
 
 /* Names and addresses with quotes, $(), backticks, blanks, ; | * reach
  * the commands as single words and run nothing; no shell reads them, nor
- * the template. */
+ * the template. The commands run in the temporary folder, where a
+ * "touch pwned" would leave its marker. */
 static void test_injection(void **state)
 {
-    _cleanup_free_ char *marker = path_in("pwned");
-    _cleanup_free_ char *hostile =
-        xasprintf("$(touch %s) `touch %s`; touch %s | x * \"q\" 'q'", marker, marker, marker);
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(chdir(tmpdir), 0);
+    const char *hostile = "$(touch pwned) `touch pwned`; touch pwned | x * \"q\" 'q' {vm}";
     struct site_host hh[2] = {
-        {.name = "h1", .uri = hostile, .bmc = hostile, .bmc_user = "u", .bmc_password = "p"},
+        {.name = "h1",
+         .uri = (char *)hostile,
+         .bmc = (char *)hostile,
+         .bmc_user = "u",
+         .bmc_password = "p"},
         {.name = "h2", .uri = "qemu:///system"},
     };
     struct site s = {.origin = "fleet.ini", .hosts = hh, .n_hosts = 2};
     _cleanup_free_ char *rec = script("rec", "out=$1; shift; printf '%s\\0' \"$@\" > \"$out\"\n"
                                              "[ ! -e \"$out.print\" ] || cat \"$out.print\"");
-    _cleanup_free_ char *t_list =
-        xasprintf("%s %s/list {host} {uri} {bmc} $(touch %s)", rec, tmpdir, marker);
-    _cleanup_free_ char *t_mig = xasprintf("%s %s/migrate {vm} {src} {dst} {uri} {dst_uri} "
+    _cleanup_free_ char *t_list = xasprintf("%s list {host} {uri} {bmc} $(touch pwned)", rec);
+    _cleanup_free_ char *t_mig = xasprintf("%s migrate {vm} {src} {dst} {uri} {dst_uri} "
                                            "--name={vm} ${HOME} '$HOME' \"{\"vm\"}\"",
-                                           rec, tmpdir);
-    _cleanup_free_ char *t_pw = xasprintf("%s %s/power {host} {bmc} {uri}", rec, tmpdir);
+                                           rec);
+    _cleanup_free_ char *t_pw = xasprintf("%s power {host} {bmc} {uri}", rec);
     set(&s, "list", t_list);
     set(&s, "migrate", t_mig);
     set(&s, "power_on", t_pw);
@@ -341,23 +374,30 @@ static void test_injection(void **state)
     assert_int_equal(fx_exec_vms_open(&s, &vms, &err), 0);
     assert_int_equal(fx_exec_power_open(&s, &pw, &err), 0);
 
+    /* what the list prints: legal names, blanks around them dropped */
+    static const char *const listed[] = {
+        "it's",          "say \"hi\"", "$(touch pwned)",
+        "`touch pwned`", "web 1  b",   "a;touch pwned",
+        "a|touch pwned", "*",          "{host}",
+        "x\\",           "x-",         "été",
+        "not #first",
+    };
+    FILE *f = fopen("list.print", "we");
+    for (size_t i = 0; i < ARRAY_SIZE(listed); i++)
+        fprintf(f, "  %s\trunning 1 2 3 \r\n", listed[i]);
+    fclose(f);
     struct fx_list l;
     if (vms->list(vms, 0, &l, &err) < 0)
         fail_msg("%s", err.msg);
-    fx_list_free(&l);
+    assert_int_equal(l.n, ARRAY_SIZE(listed));
     _cleanup_free_ char *got = words_in("list");
-    _cleanup_free_ char *want = xasprintf("[h1][%s][%s][$(touch][%s)]", hostile, hostile, marker);
+    _cleanup_free_ char *want = xasprintf("[h1][%s][%s][$(touch][pwned)]", hostile, hostile);
     assert_string_equal(got, want);
 
-    static const char *const names[] = {
-        "it's",          "say \"hi\"", "$(touch PWNED)", "`touch PWNED`", "a b  c", "a;touch PWNED",
-        "a|touch PWNED", "*",          "{host}",         "x\\",           "-",
-    };
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-        _cleanup_free_ char *vm = xstrdup(names[i]);
-        char *p = strstr(vm, "PWNED");
-        _cleanup_free_ char *name =
-            p ? xasprintf("%.*s%s%s", (int)(p - vm), vm, marker, p + 5) : xstrdup(vm);
+    /* each name reaches migrate as the one word it is */
+    for (size_t i = 0; i < l.n; i++) {
+        const char *name = l.v[i].name;
+        assert_string_equal(name, listed[i]);
         if (vms->migrate(vms, name, 0, 1, 5, &err) < 0)
             fail_msg("migrate '%s': %s", name, err.msg);
         _cleanup_free_ char *g = words_in("migrate");
@@ -366,6 +406,27 @@ static void test_injection(void **state)
                       hostile, name);
         assert_string_equal(g, w);
     }
+    fx_list_free(&l);
+
+    /* names no command gets: refused before anything runs */
+    static const struct {
+        const char *name, *why;
+    } refused[] = {
+        {"a\nb", "VM name 'a\\x0ab' holds a control character (U+000A)"},
+        {"a/b", "VM name 'a/b' holds '/' (libvirt refuses it)"},
+        {"\033]0;x\007", "VM name '\\x1b]0;x\\x07' holds a control character (U+001B)"},
+        {"-x", "VM name '-x' starts with '-'"},
+        {"--desturi=qemu+ssh://evil/system", "VM name '--desturi=qemu+ssh://evil/system'"},
+        {"", "an empty VM name"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+        unlink("migrate");
+        assert_int_equal(vms->migrate(vms, refused[i].name, 0, 1, 5, &err), -EINVAL);
+        _cleanup_free_ char *w = xasprintf("host h1: migrate command: %s", refused[i].why);
+        assert_contains(err.msg, w);
+        assert_false(exists("migrate"));
+    }
+
     assert_int_equal(pw->set(pw, 0, true, &err), 0);
     _cleanup_free_ char *gp = words_in("power");
     _cleanup_free_ char *wp = xasprintf("[h1][%s][%s]", hostile, hostile);
@@ -380,6 +441,7 @@ static void test_injection(void **state)
     vms->close(vms);
     pw->close(pw);
     site_engines_free(&s);
+    assert_int_equal(chdir(cwd), 0);
 }
 
 /* ---- list ----------------------------------------------------------------- */
@@ -449,8 +511,28 @@ static void test_list_bad(void **state)
         {"a running 1 2",
          "host h1: list command output line 1: expected 5 fields NAME STATE CPU_NS "
          "MEM_KIB VCPUS, found 4"},
-        {"a running 1 2 3 4 5 6", "host h1: list command output line 1: expected 5 fields NAME "
-                                  "STATE CPU_NS MEM_KIB VCPUS, found more than 5"},
+        /* the name is what comes before the last four fields */
+        {"a running 1 2 3 4 5 6",
+         "host h1: list command output line 1: STATE '3' is not running, paused, shutoff or "
+         "other"},
+        /* names that no command gets: escaped in the message */
+        {"ok running 1 2 3\\na/b running 1 2 3",
+         "host h1: list command output line 2: VM name 'a/b' holds '/' (libvirt refuses it)"},
+        {"x\\033[2Jy running 5 1024 1", "host h1: list command output line 1: VM name "
+                                        "'x\\x1b[2Jy' holds a control character (U+001B)"},
+        {"a\\tb running 1 2 3", "host h1: list command output line 1: VM name 'a\\x09b' holds a "
+                                "control character (U+0009)"},
+        {"a\\rb running 1 2 3", "host h1: list command output line 1: VM name 'a\\x0db' holds a "
+                                "control character (U+000D)"},
+        {"z\\233w\\\\ running 5 1024 1",
+         "host h1: list command output line 1: VM name 'z\\x9bw\\\\' is not UTF-8 (byte \\x9b)"},
+        {"z\\302\\233w running 1 2 3", "host h1: list command output line 1: VM name "
+                                       "'z\\xc2\\x9bw' holds a control character (U+009B)"},
+        {"-x running 1 2 3", "host h1: list command output line 1: VM name '-x' starts with '-' "
+                             "(a command would take it for an option)"},
+        {A10 A10 A10 A10 A10 A10 A10 A10 A10 "aaaaaa running 1 2 3",
+         "host h1: list command output line 1: VM name '" A10 A10 A10 A10 A10 A10 A10 A10 A10
+         "aaaaaa' is longer than 95 bytes"},
         {"a running 1 2 3\\na paused 1 2 3",
          "host h1: list command output line 2: VM 'a' listed twice"},
         {"a running 1 2 3\\0", "host h1: list command printed a NUL byte"},
@@ -812,12 +894,19 @@ static void test_bad_host(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split),     cmocka_unit_test(test_quoted_placeholder_refused_at_load),
-        cmocka_unit_test(test_injection), cmocka_unit_test(test_list),
-        cmocka_unit_test(test_list_bad),  cmocka_unit_test(test_list_many),
-        cmocka_unit_test(test_power),     cmocka_unit_test(test_exit_codes),
-        cmocka_unit_test(test_timeout),   cmocka_unit_test(test_big_output),
-        cmocka_unit_test(test_fds),       cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_quoted_placeholder_refused_at_load),
+        cmocka_unit_test(test_site_names),
+        cmocka_unit_test(test_injection),
+        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_list_bad),
+        cmocka_unit_test(test_list_many),
+        cmocka_unit_test(test_power),
+        cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_big_output),
+        cmocka_unit_test(test_fds),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_bad_host),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -212,6 +212,9 @@ static int on_vms(struct ctx *c, const char *val)
     for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
         if (strlen(tok) >= sizeof(s->vms[0].name))
             return FAIL(c, "vms: name '%.40s...' is too long", tok);
+        char why[300];
+        if (fx_vm_name_check(tok, why, sizeof(why)) < 0)
+            return FAIL(c, "vms: %s", why);
         if (s->n_vms >= SITE_MAX_VMS)
             return FAIL(c, "vms: more than %d VMs", SITE_MAX_VMS);
         s->vms = xrealloc(s->vms, (s->n_vms + 1) * sizeof(*s->vms));
@@ -353,9 +356,11 @@ static int on_key(struct ctx *c, char *line)
 static int new_host(struct ctx *c, const char *name)
 {
     struct site *s = c->s;
-    if (!valid_name(name, FLEET_NAME_MAX))
-        return FAIL(c, "host name '%.60s' must be 1..%d letters, digits, '_', '-' or '.'", name,
-                    FLEET_NAME_MAX - 1);
+    if (!valid_name(name, FLEET_NAME_MAX) || name[0] == '-') /* '-': a command's option */
+        return FAIL(c,
+                    "host name '%.60s' must be 1..%d letters, digits, '_', '-' or '.', not "
+                    "starting with '-'",
+                    name, FLEET_NAME_MAX - 1);
     ssize_t dup = site_host_find(s, name);
     if (dup >= 0)
         return FAIL(c, "host '%s' is already defined on line %d", name, s->hosts[dup].line);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/text.h"
 #include "base/util.h"
 #include "fleet/engine/exec.h"
 
@@ -37,6 +38,81 @@ const struct fx_domain *fx_list_find(const struct fx_list *l, const char *name)
         if (streq(l->v[i].name, name))
             return &l->v[i];
     return NULL;
+}
+
+/* ---- names from outside ------------------------------------------------- */
+
+/* The length of the character at P (N bytes left) that may stand in a
+ * name, and *CP; 0: not UTF-8, or a control character. */
+static size_t name_char(const char *p, size_t n, unsigned *cp)
+{
+    size_t k = text_utf8_decode((const unsigned char *)p, n, cp);
+    if (k == 0 || *cp < 0x20 || *cp == 0x7f || (*cp >= 0x80 && *cp <= 0x9f))
+        return 0;
+    return k;
+}
+
+void fx_name_escape(const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name), o = 0;
+    if (size == 0)
+        return;
+    for (size_t i = 0; i < n;) {
+        unsigned cp;
+        size_t k = name_char(name + i, n - i, &cp);
+        char esc[8];
+        const char *piece = name + i;
+        size_t len = k;
+        if (k == 0 || name[i] == '\\') {
+            snprintf(esc, sizeof(esc), name[i] == '\\' ? "\\\\" : "\\x%02x",
+                     (unsigned char)name[i]);
+            piece = esc;
+            len = strlen(esc);
+            k = 1;
+        }
+        if (o + len + 4 > size) { /* room for "..." and the NUL */
+            snprintf(out + o, size - o, "...");
+            return;
+        }
+        memcpy(out + o, piece, len);
+        o += len;
+        i += k;
+    }
+    out[o] = '\0';
+}
+
+int fx_vm_name_check(const char *name, char *why, size_t size)
+{
+    char shown[200];
+    size_t n = strlen(name);
+    fx_name_escape(name, shown, sizeof(shown));
+    if (n == 0) {
+        snprintf(why, size, "an empty VM name");
+        return -EINVAL;
+    }
+    if (n >= FX_VM_NAME_MAX) {
+        snprintf(why, size, "VM name '%s' is longer than %d bytes", shown, FX_VM_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n;) {
+        unsigned cp;
+        size_t k = name_char(name + i, n - i, &cp);
+        if (k == 0 && text_utf8_decode((const unsigned char *)name + i, n - i, &cp) == 0) {
+            snprintf(why, size, "VM name '%s' is not UTF-8 (byte \\x%02x)", shown,
+                     (unsigned char)name[i]);
+            return -EINVAL;
+        }
+        if (k == 0) {
+            snprintf(why, size, "VM name '%s' holds a control character (U+%04X)", shown, cp);
+            return -EINVAL;
+        }
+        if (name[i] == '/') {
+            snprintf(why, size, "VM name '%s' holds '/' (libvirt refuses it)", shown);
+            return -EINVAL;
+        }
+        i += k;
+    }
+    return 0;
 }
 
 /* ---- no power control: every host is on, for ever ---------------------- */

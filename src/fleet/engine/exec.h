@@ -81,6 +81,29 @@ struct fx_power {
     void (*close)(struct fx_power *x);
 };
 
+/* ---- names from outside ---------------------------------------------------
+ *
+ * A VM's name comes from a hypervisor or from the exec engine's list
+ * command, and goes on to the migrate command, the journal, the terminal.
+ * The rule, libvirt's own and a little more: 1..FX_VM_NAME_MAX - 1 bytes
+ * of valid UTF-8 (libvirt's names are XML text), no '/' (libvirt refuses
+ * it in domain names: virDomainDefPostParseCheckFeatures), no control
+ * character: C0 (libvirt refuses '\n', XML the others but tab and CR),
+ * DEL, C1 (U+0080..U+009F), all hostile to terminals and journals.
+ * Quotes, blanks, $(), backticks, ';', '|', '*' are legal: no shell reads
+ * a name (exec_tmpl.h), and it is always one argv word. The longest name
+ * is the controller's: a longer one would be cut there, and the cut name
+ * could be another VM's. */
+#define FX_VM_NAME_MAX (FLEET_NAME_MAX * 2) /* bytes with the NUL */
+
+/* 0 when NAME passes the rule above; else -EINVAL and WHY ("VM name 'a/b'
+ * holds '/' (libvirt refuses it)"), the name escaped (fx_name_escape()). */
+int fx_vm_name_check(const char *name, char *why, size_t size);
+/* NAME for a message: printable ASCII and valid UTF-8 other than controls
+ * as they are, a backslash as \\, every other byte as \xNN; cut with
+ * "..." to fit SIZE. */
+void fx_name_escape(const char *name, char *out, size_t size);
+
 /* Constructors. They keep a pointer to SITE (which must outlive them) and
  * connect lazily, on the first call for a host; a broken connection is
  * dropped and made again on the next call (a host that was off). */

@@ -563,24 +563,37 @@ static int parse_state(const char *s, struct fx_domain *d)
     return 0;
 }
 
-/* Fill D from the fields of one line; on error WHY says what is wrong. */
-static int list_fields(char **f, size_t n, struct fx_domain *d, char *why, size_t size)
+/* A name the engine's commands get: the rule of every engine
+ * (fx_vm_name_check()), and no '-' first, which a command would read as
+ * one of its options (virsh migrate --live {vm}: a VM named
+ * --desturi=... would choose the destination). */
+static int exec_name_check(const char *name, char *why, size_t size)
+{
+    int k = fx_vm_name_check(name, why, size);
+    if (k == 0 && name[0] == '-') {
+        char shown[160];
+        fx_name_escape(name, shown, sizeof(shown));
+        snprintf(why, size, "VM name '%s' starts with '-' (a command would take it for an option)",
+                 shown);
+        return -EINVAL;
+    }
+    return k;
+}
+
+/* Fill D from the four fields after the name; on error WHY says what is
+ * wrong. */
+static int list_fields(char **f, struct fx_domain *d, char *why, size_t size)
 {
     static const char *const names[] = {"CPU_NS", "MEM_KIB", "VCPUS"};
     uint64_t v[3];
-    if (n != 5) {
-        snprintf(why, size, "expected 5 fields NAME STATE CPU_NS MEM_KIB VCPUS, found %s%zu",
-                 n > 5 ? "more than " : "", n > 5 ? (size_t)5 : n);
-        return -EINVAL;
-    }
-    if (parse_state(f[1], d) < 0) {
-        snprintf(why, size, "STATE '%.40s' is not running, paused, shutoff or other", f[1]);
+    if (parse_state(f[0], d) < 0) {
+        snprintf(why, size, "STATE '%.40s' is not running, paused, shutoff or other", f[0]);
         return -EINVAL;
     }
     for (int i = 0; i < 3; i++) {
-        int k = parse_u64(f[2 + i], i == 2 ? UINT_MAX : UINT64_MAX, &v[i]);
+        int k = parse_u64(f[1 + i], i == 2 ? UINT_MAX : UINT64_MAX, &v[i]);
         if (k < 0) {
-            snprintf(why, size, "%s '%.40s' is %s", names[i], f[2 + i],
+            snprintf(why, size, "%s '%.40s' is %s", names[i], f[1 + i],
                      k == -ERANGE ? "out of range" : "not a number");
             return k;
         }
@@ -592,19 +605,41 @@ static int list_fields(char **f, size_t n, struct fx_domain *d, char *why, size_
     return 0;
 }
 
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* "NAME STATE CPU_NS MEM_KIB VCPUS": the last four fields, and the name
+ * before them, blanks inside it kept ("web 1 running 5 1024 1"). */
 static int list_line(char *line, struct fx_list *l, size_t *cap, char *why, size_t size)
 {
-    char *f[6], *save = NULL;
-    size_t n = 0;
-    for (char *t = strtok_r(line, " \t\r", &save); t && n < 6; t = strtok_r(NULL, " \t\r", &save))
-        f[n++] = t;
-    if (n == 0 || f[0][0] == '#')
+    char *end = line + strlen(line), *f[4];
+    while (*line && blank(*line))
+        line++;
+    if (!*line || *line == '#')
         return 0;
+    for (int i = 3; i >= 0; i--) { /* the fields, from the right */
+        while (end > line && blank(end[-1]))
+            *--end = '\0';
+        while (end > line && !blank(end[-1]))
+            end--;
+        if (end == line) { /* this field is the first: no name */
+            snprintf(why, size, "expected 5 fields NAME STATE CPU_NS MEM_KIB VCPUS, found %d",
+                     4 - i);
+            return -EINVAL;
+        }
+        f[i] = end;
+    }
+    while (end > line && blank(end[-1]))
+        *--end = '\0';
     struct fx_domain d = {0};
-    int k = list_fields(f, n, &d, why, size);
+    int k = list_fields(f, &d, why, size);
+    if (k == 0)
+        k = exec_name_check(line, why, size);
     if (k < 0)
         return k;
-    d.name = xstrdup(f[0]);
+    d.name = xstrdup(line);
     l->v = grow_array(l->v, sizeof(*l->v), l->n, cap);
     l->v[l->n++] = d;
     return 0;
@@ -649,7 +684,7 @@ int fx_exec_list_parse(char *text, const char *who, struct fx_list *ret, struct 
     size_t cap = 0, lines_cap = 0;
     _cleanup_free_ int *lines = NULL; /* the line of each VM */
     int line = 0, k = 0;
-    char why[192];
+    char why[400];
     char *save = NULL;
     for (char *p = text; p; p = save) {
         save = strchr(p, '\n');
@@ -669,7 +704,9 @@ int fx_exec_list_parse(char *text, const char *who, struct fx_list *ret, struct 
     const char *name = NULL;
     int repeat = first_repeat(&l, lines, &name);
     if (repeat) {
-        fleet_error_set(err, "%s output line %d: VM '%.80s' listed twice", who, repeat, name);
+        char shown[200];
+        fx_name_escape(name, shown, sizeof(shown));
+        fleet_error_set(err, "%s output line %d: VM '%s' listed twice", who, repeat, shown);
         k = -EINVAL;
     } else if (k < 0) {
         fleet_error_set(err, "%s output line %d: %s", who, line, why);
@@ -729,14 +766,20 @@ static int exec_migrate(struct fx_vms *x, const char *vm, size_t src, size_t dst
         k = host_check(s, dst, "migrate", err);
     if (k < 0)
         return k;
+    char why[300];
+    if (exec_name_check(vm, why, sizeof(why)) < 0) {
+        fleet_error_set(err, "host %s: migrate command: %s, not passed on", s->hosts[src].name,
+                        why);
+        return -EINVAL;
+    }
     job_init(&j, s, src, false, K_MIGRATE);
     /* {host} and {uri}: the source's; no {bmc} */
     j.vals[FX_VAR_VM] = vm;
     j.vals[FX_VAR_SRC] = s->hosts[src].name;
     j.vals[FX_VAR_DST] = s->hosts[dst].name;
     j.vals[FX_VAR_DST_URI] = s->hosts[dst].uri;
-    snprintf(j.who, sizeof(j.who), "host %s: migrate command for VM '%.96s' to %s",
-             s->hosts[src].name, vm, s->hosts[dst].name);
+    snprintf(j.who, sizeof(j.who), "host %s: migrate command for VM '%s' to %s", s->hosts[src].name,
+             vm, s->hosts[dst].name); /* the rule: printable, < 96 bytes */
     if (timeout_s > 0)
         j.timeout_s = timeout_s;
     k = job_run(&j, &out, err);

@@ -513,6 +513,15 @@ static int lv_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct flee
     struct lv_job *j = lv_job_new(lv_list_fn);
     j->conn = conn;
     r = lv_host_call(lv, hi, j, LV_CALL_TIMEOUT_S, "cannot list domains", err);
+    for (size_t i = 0; r == 0 && i < j->list.n; i++) {
+        char why[300];
+        if (fx_vm_name_check(j->list.v[i].name, why, sizeof(why)) < 0) {
+            fleet_error_set(err, "host %s (%s): %s; the list is refused", lv_host_name(lv, hi),
+                            lv_host_uri(lv, hi), why);
+            fx_list_free(&j->list);
+            r = -EINVAL;
+        }
+    }
     if (r == 0) {
         *ret = j->list;
         j->list = (struct fx_list){0};
