@@ -479,8 +479,8 @@ static void defaults(struct site *s)
         .boot_timeout_s = 600,
         .off_timeout_s = 300,
     };
-    s->vm_engine = fx_engine_find("libvirt", false);
-    s->power_engine = fx_engine_find("ipmi", true);
+    s->vm_engine = fx_engine_default(false);
+    s->power_engine = fx_engine_default(true);
 }
 
 static bool section_defined(const struct ctx *c, const char *name)

@@ -186,13 +186,18 @@ const void *fx_engine_conf(const struct site *s, const struct fx_engine *e)
     return NULL;
 }
 
+const struct fx_engine *fx_engine_default(bool power)
+{
+    for (size_t i = 0; fx_engines[i]; i++)
+        if (fx_engines[i]->power == power)
+            return fx_engines[i];
+    return NULL;
+}
+
 /* The site's engine of that kind, or the default one. */
 static const struct fx_engine *chosen(const struct fx_engine *e, bool power)
 {
-    for (size_t i = 0; !e && fx_engines[i]; i++)
-        if (fx_engines[i]->power == power)
-            e = fx_engines[i];
-    return e;
+    return e ? e : fx_engine_default(power);
 }
 
 int fx_open(const struct site *site, struct fx_vms **ret_vms, struct fx_power **ret_power,

@@ -174,6 +174,8 @@ extern const struct fx_engine fx_engine_none;       /* exec.c */
  * are the defaults. */
 extern const struct fx_engine *const fx_engines[];
 
+/* The default engine of that kind: its first row (libvirt, ipmi). */
+const struct fx_engine *fx_engine_default(bool power);
 /* The engine called NAME (case-insensitive) of that kind, or NULL. */
 const struct fx_engine *fx_engine_find(const char *name, bool power);
 /* What engine E parsed of S's fleet.ini (its parse()'s *CONF), or NULL
