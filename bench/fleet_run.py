@@ -5,8 +5,9 @@ usage: bench/fleet_run.py [--hosts 100,500,2000] [--vms-per-host 10] [--ticks 3]
 
 Figures only; exits 0 whatever they are. No real fleet of hundreds of hosts
 is at hand, so the hosts are the exec engine's: each host's `list` command
-is `cat` of a file with its domains (one /bin/sh per host per tick, as a
-script talking to OpenStack or Redfish would cost at least), power = none.
+is `cat` of a file with its domains (one process per host per tick, no
+shell, as a script talking to OpenStack or Redfish would cost at least),
+power = none.
 Every tick then observes all hosts (32 in parallel), builds the simulator
 snapshot and runs the watt policy on it (`--dry-run`: the plan, usually a
 few hundred migrations at the first tick with CPU rates, is not executed).
@@ -15,7 +16,7 @@ Per fleet size it prints, from the ticks after the first (the first has no
 CPU rates and plans nothing):
   observe   wall s to list every host (the controller's own figure, median)
   plan      wall s to build the snapshot and plan (median)
-  CPU       user+sys s of the whole run / ticks (includes the shells)
+  CPU       user+sys s of the whole run / ticks (includes the cats)
   RSS       peak resident set of watt, MiB (GNU time %M)
 There is no peer to run beside it here: OpenStack Watcher and the VMware DPM
 clones need their whole stacks; their published tick costs are not comparable.

@@ -350,11 +350,8 @@ int verb_fleet_run(int argc, char **argv)
         if (load_site(o.config, &site) < 0)
             return 2;
         text_printf(stdout, "%s: %zu hosts (%zu types), %zu VMs listed, vm engine %s, power %s\n",
-                    o.config, site.n_hosts, site.types.n_types, site.n_vms,
-                    site.vm_engine == SITE_VMS_EXEC ? "exec" : "libvirt",
-                    site.power_engine == SITE_POWER_IPMI   ? "ipmi"
-                    : site.power_engine == SITE_POWER_EXEC ? "exec"
-                                                           : "none");
+                    o.config, site.n_hosts, site.types.n_types, site.n_vms, site.vm_engine->name,
+                    site.power_engine->name);
         print_passwords(&site, o.config);
         site_free(&site);
         return 0;

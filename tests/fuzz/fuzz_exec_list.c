@@ -4,12 +4,15 @@
  *
  * Refused: -EINVAL, a message "WHO output line N: ..." with N a line of
  * the input, *ret untouched. Accepted: at most one VM a line, each name
- * a non-empty field of the input with no blank and no leading '#', no name
- * twice, running only if active; and a round trip: the list written back
- * (one canonical line a VM) parses to the same list. */
+ * a non-empty piece of the input, blanks inside it but none around it, no
+ * leading '#' or '-', within the name rule (fx_vm_name_check(): no
+ * control character, no '/', UTF-8), no name twice, running only if
+ * active; and a round trip: the list written back (one canonical line a
+ * VM) parses to the same list. */
 #include <errno.h>
 #include <stdbool.h>
 
+#include "fleet/engine/exec.h"
 #include "fleet/engine/exec_cmd.h"
 #include "fuzz.h"
 
@@ -72,8 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(r == 0 && l.n <= lines);
         for (size_t i = 0; i < l.n; i++) {
             const struct fx_domain *d = &l.v[i];
-            FUZZ_CHECK(d->name && d->name[0] && d->name[0] != '#');
-            FUZZ_CHECK(!strpbrk(d->name, " \t\r\n") && strstr(orig, d->name));
+            FUZZ_CHECK(d->name && d->name[0] && d->name[0] != '#' && d->name[0] != '-');
+            FUZZ_CHECK(!strpbrk(d->name, "\t\r\n/") && strstr(orig, d->name));
+            FUZZ_CHECK(d->name[0] != ' ' && d->name[strlen(d->name) - 1] != ' ');
+            char why[400];
+            FUZZ_CHECK(fx_vm_name_check(d->name, why, sizeof(why)) == 0);
             FUZZ_CHECK(!d->running || d->active);
             FUZZ_CHECK(d->persistent);
             for (size_t k = 0; k < i; k++)

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "fleet/control/site.h"
+#include "fleet/engine/exec.h"
 #include "fuzz.h"
 
 #define ORIGIN "fuzz.ini"
@@ -20,13 +21,15 @@ static void check_site(const struct site *s)
         const struct site_host *h = &s->hosts[i];
         FUZZ_CHECK(h->name[0] && memchr(h->name, '\0', sizeof(h->name)));
         FUZZ_CHECK(h->type < s->types.n_types);
-        FUZZ_CHECK(s->vm_engine != SITE_VMS_LIBVIRT || h->uri);
+        FUZZ_CHECK(s->vm_engine != &fx_engine_libvirt || h->uri);
         /* a bmc_password_file is read by site_load(), not by the parser */
-        FUZZ_CHECK(s->power_engine != SITE_POWER_IPMI ||
+        FUZZ_CHECK(s->power_engine != &fx_engine_ipmi ||
                    (h->bmc && h->bmc_user && (h->bmc_password || h->bmc_password_file)));
         FUZZ_CHECK(!h->bmc_password || !h->bmc_password_file);
         FUZZ_CHECK(site_host_find(s, h->name) == (ssize_t)i);
     }
+    FUZZ_CHECK(s->vm_engine && !s->vm_engine->power && s->vm_engine->open_vms);
+    FUZZ_CHECK(s->power_engine && s->power_engine->power && s->power_engine->open_power);
     const struct site_limits *l = &s->limits;
     FUZZ_CHECK(l->interval_s >= 1 && l->max_concurrent >= 1 && l->per_host >= 1);
     FUZZ_CHECK(isfinite(l->vm_mips) && l->vm_mips > 0);

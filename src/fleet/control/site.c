@@ -3,7 +3,8 @@
  * One pass of our own over the lines gives every section and key its line
  * number (inih's handler has none); the [type NAME] sections are handed
  * to fleet_hosts_parse() in a copy of the text where every other line is
- * blanked, so its errors keep the file's line numbers. */
+ * blanked, so its errors keep the file's line numbers. The engines' own
+ * keys (fx_engines[] says which) are handed to the engines. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -15,10 +16,12 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/util.h"
-#include "fleet/engine/exec_cmd.h"
 #include "fleet/control/site.h"
+#include "fleet/engine/exec.h"
 
-enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_EXEC };
+enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE };
+
+#define MAX_ENGINE_SECTIONS 16
 
 struct ctx {
     struct site *s;
@@ -26,7 +29,10 @@ struct ctx {
     struct site_host *host; /* current [host NAME] */
     int line;
     char msg[400];
-    bool seen_controller, seen_exec;
+    bool seen_controller;
+    const char *engine_section;                     /* current [NAME] of an engine */
+    const char *seen_sections[MAX_ENGINE_SECTIONS]; /* the engines' sections found so far */
+    size_t n_seen_sections;
     char *types_text; /* the text with all but [type] sections blanked */
     int vms_line;
     char (*host_type)[FLEET_NAME_MAX];  /* per host: its type = NAME */
@@ -80,38 +86,121 @@ static int set_str(char **dst, const char *val)
     return 0;
 }
 
-/* The placeholders each template may use: the exec engine's rules. */
-static int check_template(struct ctx *c, const char *key, const char *val)
+/* ---- the engines' keys ------------------------------------------------- */
+
+static size_t n_engines(void)
 {
-    struct fleet_error e = {{0}};
-    if (fx_exec_template_check(val, fx_exec_template_allowed(key), &e) < 0)
-        return FAIL(c, "[exec] %s: %.300s", key, e.msg);
-    return 0;
+    size_t n = 0;
+    while (fx_engines[n])
+        n++;
+    return n;
 }
 
-static int on_exec(struct ctx *c, const char *key, const char *val)
+static bool engine_reads(const struct fx_engine *e, enum fx_where where, const char *section,
+                         const char *key)
 {
-    struct site_exec *x = &c->s->exec;
-    struct {
-        const char *key;
-        char **dst;
-    } t[] = {{"list", &x->list},
-             {"migrate", &x->migrate},
-             {"power_on", &x->power_on},
-             {"power_off", &x->power_off},
-             {"power_status", &x->power_status},
-             {"power_reading", &x->power_reading}};
-    if (streq(key, "timeout_s"))
-        return set_num(c, key, val, 0.1, 86400, false, &x->timeout_s);
-    for (size_t i = 0; i < ARRAY_SIZE(t); i++)
-        if (streq(key, t[i].key)) {
-            int r = check_template(c, key, val);
-            return r < 0 ? r : set_str(t[i].dst, val);
+    if (where == FX_IN_SECTION && (!e->section || strcasecmp(e->section, section) != 0))
+        return false;
+    for (const struct fx_key *k = e->keys; k && k->name; k++)
+        if (k->where == where && (!key || streq(k->name, key)))
+            return true;
+    return false;
+}
+
+/* Hand KEY = VAL to every engine that reads it WHERE (in SECTION, for
+ * FX_IN_SECTION). 1: one took it; 0: none reads it; -EINVAL: WHY. */
+static int engines_take(struct site *s, enum fx_where where, const char *section, size_t hi,
+                        const char *key, const char *val, char *why, size_t size)
+{
+    int took = 0;
+    for (size_t i = 0; fx_engines[i]; i++) {
+        const struct fx_engine *e = fx_engines[i];
+        if (!engine_reads(e, where, section, key))
+            continue;
+        if (!s->engine_conf)
+            s->engine_conf = xcalloc(n_engines(), sizeof(*s->engine_conf));
+        int r = e->parse(&s->engine_conf[i], where, hi, key, val, why, size);
+        if (r < 0)
+            return r;
+        took = 1;
+    }
+    return took;
+}
+
+/* ", migrate_uri, bmc_cipher": the engines' keys WHERE, each once, after
+ * what OUT holds. */
+static void engine_keys(enum fx_where where, const char *section, char *out, size_t size)
+{
+    for (size_t i = 0; fx_engines[i]; i++)
+        for (const struct fx_key *k = fx_engines[i]->keys; k && k->name; k++) {
+            if (!engine_reads(fx_engines[i], where, section, k->name))
+                continue;
+            bool dup = false;
+            for (size_t j = 0; j < i && !dup; j++)
+                dup = engine_reads(fx_engines[j], where, section, k->name);
+            for (const struct fx_key *o = fx_engines[i]->keys; o < k && !dup; o++)
+                dup = o->where == where && streq(o->name, k->name);
+            size_t n = strlen(out);
+            if (!dup)
+                snprintf(out + n, size - n, "%s%s", n ? ", " : "", k->name);
         }
-    return FAIL(c,
-                "unknown key '%.40s' in [exec] (want list, migrate, power_on, power_off, "
-                "power_status, power_reading, timeout_s)",
-                key);
+}
+
+/* An engine's key, or the error for a key nobody reads (WANT: the keys
+ * of the section that are not the engines', after "want "). */
+static int on_engine_key(struct ctx *c, enum fx_where where, const char *key, const char *val,
+                         const char *where_name, const char *want)
+{
+    size_t hi = c->host ? (size_t)(c->host - c->s->hosts) : 0;
+    int r = engines_take(c->s, where, c->engine_section, hi, key, val, c->msg, sizeof(c->msg));
+    if (r != 0)
+        return r < 0 ? r : 0;
+    char keys[300];
+    snprintf(keys, sizeof(keys), "%s", want);
+    engine_keys(where, c->engine_section, keys, sizeof(keys));
+    return FAIL(c, "unknown key '%.40s' in %s (want %s%s)", key, where_name, keys,
+                where == FX_IN_CONTROLLER ? ", ...: docs/fleet-run.md has them all" : "");
+}
+
+int site_engine_key(struct site *s, const char *section, size_t hi, const char *key,
+                    const char *val, struct fleet_error *err)
+{
+    enum fx_where where = streq(section, "host")         ? FX_IN_HOST
+                          : streq(section, "controller") ? FX_IN_CONTROLLER
+                                                         : FX_IN_SECTION;
+    char why[400] = "";
+    int r = engines_take(s, where, section, hi, key, val, why, sizeof(why));
+    if (r == 0)
+        fleet_error_set(err, "no engine reads %s in [%s]", key, section);
+    else if (r < 0)
+        fleet_error_set(err, "%s", why);
+    return r > 0 ? 0 : -EINVAL;
+}
+
+void site_engines_free(struct site *s)
+{
+    for (size_t i = 0; s->engine_conf && fx_engines[i]; i++)
+        if (s->engine_conf[i] && fx_engines[i]->free_conf)
+            fx_engines[i]->free_conf(s->engine_conf[i]);
+    free(s->engine_conf);
+    s->engine_conf = NULL;
+}
+
+/* vm_engine = NAME, power = NAME: a row of fx_engines[] of that kind. */
+static int pick_engine(struct ctx *c, const char *key, const char *val, bool power,
+                       const struct fx_engine **ret)
+{
+    const struct fx_engine *e = fx_engine_find(val, power);
+    if (e) {
+        *ret = e;
+        return 0;
+    }
+    char want[160] = "";
+    for (size_t i = 0; fx_engines[i]; i++)
+        if (fx_engines[i]->power == power)
+            snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s", want[0] ? "|" : "",
+                     fx_engines[i]->name);
+    return FAIL(c, "%s = '%.40s': want %s", key, val, want);
 }
 
 static int on_vms(struct ctx *c, const char *val)
@@ -123,6 +212,9 @@ static int on_vms(struct ctx *c, const char *val)
     for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
         if (strlen(tok) >= sizeof(s->vms[0].name))
             return FAIL(c, "vms: name '%.40s...' is too long", tok);
+        char why[300];
+        if (fx_vm_name_check(tok, why, sizeof(why)) < 0)
+            return FAIL(c, "vms: %s", why);
         if (s->n_vms >= SITE_MAX_VMS)
             return FAIL(c, "vms: more than %d VMs", SITE_MAX_VMS);
         s->vms = xrealloc(s->vms, (s->n_vms + 1) * sizeof(*s->vms));
@@ -134,29 +226,12 @@ static int on_vms(struct ctx *c, const char *val)
     return 0;
 }
 
-static int pick(struct ctx *c, const char *key, const char *val, const char *const *words, size_t n,
-                int *ret)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcasecmp(val, words[i]) == 0) {
-            *ret = (int)i;
-            return 0;
-        }
-    char want[160] = "";
-    for (size_t i = 0; i < n; i++)
-        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s", i ? "|" : "", words[i]);
-    return FAIL(c, "%s = '%.40s': want %s", key, val, want);
-}
-
 static int on_controller(struct ctx *c, const char *key, const char *val)
 {
     struct site *s = c->s;
     struct site_limits *l = &s->limits;
     double v;
-    int r, e;
-    static const char *const vm_engines[] = {"libvirt", "exec"};
-    static const char *const power_engines[] = {"ipmi", "exec", "none"};
-    static const char *const modes[] = {"p2p", "managed"};
+    int r;
     static const struct {
         const char *key;
         size_t off;
@@ -169,14 +244,13 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
         {"boot_timeout_s", offsetof(struct site_limits, boot_timeout_s), 1, 86400},
         {"off_timeout_s", offsetof(struct site_limits, off_timeout_s), 1, 86400},
         {"vm_mips", offsetof(struct site_limits, vm_mips), 1e-3, 1e9},
-        {"bmc_timeout_s", offsetof(struct site_limits, bmc_timeout_s), 0.1, 600},
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
         if (streq(key, nums[i].key))
             return set_num(c, key, val, nums[i].lo, nums[i].hi, false,
                            (double *)((char *)l + nums[i].off));
     if (streq(key, "max_concurrent_migrations") || streq(key, "migrations_per_host") ||
-        streq(key, "min_hosts_on") || streq(key, "bmc_retries")) {
+        streq(key, "min_hosts_on")) {
         r = set_num(c, key, val, streq(key, "max_concurrent_migrations") ? 1 : 0, 1000, true, &v);
         if (r == 0 && streq(key, "migrations_per_host") && v < 1)
             r = FAIL(c, "migrations_per_host = %g: want at least 1", v);
@@ -184,8 +258,7 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
             return r;
         unsigned *dst = streq(key, "max_concurrent_migrations") ? &l->max_concurrent
                         : streq(key, "migrations_per_host")     ? &l->per_host
-                        : streq(key, "min_hosts_on")            ? &l->min_hosts_on
-                                                                : &l->bmc_retries;
+                                                                : &l->min_hosts_on;
         *dst = (unsigned)v;
         return 0;
     }
@@ -201,32 +274,17 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
     if (streq(key, "state_dir"))
         return *val == '/' ? set_str(&s->state_dir, val)
                            : FAIL(c, "state_dir = '%.60s': want an absolute path", val);
-    if (streq(key, "vm_engine")) {
-        r = pick(c, key, val, vm_engines, ARRAY_SIZE(vm_engines), &e);
-        s->vm_engine = (enum site_vm_engine)e;
-        return r;
-    }
-    if (streq(key, "power")) {
-        r = pick(c, key, val, power_engines, ARRAY_SIZE(power_engines), &e);
-        s->power_engine = (enum site_power_engine)e;
-        return r;
-    }
-    if (streq(key, "migrate")) {
-        r = pick(c, key, val, modes, ARRAY_SIZE(modes), &e);
-        s->migrate_mode = (enum site_migrate_mode)e;
-        return r;
-    }
-    return FAIL(c,
-                "unknown key '%.40s' in [controller] (see docs/fleet-run.md for the keys: "
-                "interval_s, vms, policy, spare, min_hosts_on, max_concurrent_migrations, ...)",
-                key);
+    if (streq(key, "vm_engine") || streq(key, "power"))
+        return pick_engine(c, key, val, streq(key, "power"),
+                           streq(key, "power") ? &s->power_engine : &s->vm_engine);
+    return on_engine_key(c, FX_IN_CONTROLLER, key, val, "[controller]",
+                         "interval_s, vms, policy, spare, min_hosts_on, state_dir, vm_engine, "
+                         "power");
 }
 
 static int on_host(struct ctx *c, const char *key, const char *val)
 {
     struct site_host *h = c->host;
-    double v;
-    int r;
     if (streq(key, "type")) {
         if (!valid_name(val, FLEET_NAME_MAX))
             return FAIL(c, "type = '%.40s': not a type name", val);
@@ -237,8 +295,6 @@ static int on_host(struct ctx *c, const char *key, const char *val)
     }
     if (streq(key, "uri"))
         return set_str(&h->uri, val);
-    if (streq(key, "migrate_uri"))
-        return set_str(&h->migrate_uri, val);
     if (streq(key, "bmc"))
         return set_str(&h->bmc, val);
     if (streq(key, "bmc_user"))
@@ -257,21 +313,10 @@ static int on_host(struct ctx *c, const char *key, const char *val)
             c->s->password_line = c->line;
         return set_str(file ? &h->bmc_password_file : &h->bmc_password, val);
     }
-    if (streq(key, "bmc_cipher")) {
-        r = set_num(c, key, val, 0, 17, true, &v);
-        h->bmc_cipher = (unsigned)v;
-        return r;
-    }
-    if (streq(key, "bmc_protocol")) {
-        if (strcasecmp(val, "lanplus") && strcasecmp(val, "lan"))
-            return FAIL(c, "bmc_protocol = '%.40s': want lanplus or lan", val);
-        h->bmc_lan15 = strcasecmp(val, "lan") == 0;
-        return 0;
-    }
-    return FAIL(c,
-                "unknown key '%.40s' in [host %s] (want type, uri, migrate_uri, bmc, bmc_user, "
-                "bmc_password, bmc_password_file, bmc_cipher, bmc_protocol)",
-                key, h->name);
+    char where[80];
+    snprintf(where, sizeof(where), "[host %s]", h->name);
+    return on_engine_key(c, FX_IN_HOST, key, val, where,
+                         "type, uri, bmc, bmc_user, bmc_password, bmc_password_file");
 }
 
 static int on_key(struct ctx *c, char *line)
@@ -295,8 +340,11 @@ static int on_key(struct ctx *c, char *line)
         return on_controller(c, key, val);
     case S_HOST:
         return on_host(c, key, val);
-    case S_EXEC:
-        return on_exec(c, key, val);
+    case S_ENGINE: {
+        char where[80];
+        snprintf(where, sizeof(where), "[%s]", c->engine_section);
+        return on_engine_key(c, FX_IN_SECTION, key, val, where, "");
+    }
     case S_TYPE:
         return 0; /* fleet_hosts_parse() reads these */
     case S_NONE:
@@ -308,9 +356,11 @@ static int on_key(struct ctx *c, char *line)
 static int new_host(struct ctx *c, const char *name)
 {
     struct site *s = c->s;
-    if (!valid_name(name, FLEET_NAME_MAX))
-        return FAIL(c, "host name '%.60s' must be 1..%d letters, digits, '_', '-' or '.'", name,
-                    FLEET_NAME_MAX - 1);
+    if (!valid_name(name, FLEET_NAME_MAX) || name[0] == '-') /* '-': a command's option */
+        return FAIL(c,
+                    "host name '%.60s' must be 1..%d letters, digits, '_', '-' or '.', not "
+                    "starting with '-'",
+                    name, FLEET_NAME_MAX - 1);
     ssize_t dup = site_host_find(s, name);
     if (dup >= 0)
         return FAIL(c, "host '%s' is already defined on line %d", name, s->hosts[dup].line);
@@ -322,8 +372,23 @@ static int new_host(struct ctx *c, const char *name)
     c->host_type[s->n_hosts][0] = '\0';
     c->host_type_line[s->n_hosts] = 0;
     c->host = &s->hosts[s->n_hosts++];
-    *c->host = (struct site_host){.line = c->line, .bmc_cipher = 3};
+    *c->host = (struct site_host){.line = c->line};
     snprintf(c->host->name, sizeof(c->host->name), "%s", name);
+    return 0;
+}
+
+/* [exec]: a section of the engines', once, without a name. */
+static int on_engine_section(struct ctx *c, const char *sec, const char *arg)
+{
+    for (size_t i = 0; i < c->n_seen_sections; i++)
+        if (strcasecmp(c->seen_sections[i], sec) == 0)
+            return FAIL(c, "a second [%s] section", sec);
+    if (*arg)
+        return FAIL(c, "[%s] takes no name", sec);
+    if (c->n_seen_sections < MAX_ENGINE_SECTIONS)
+        c->seen_sections[c->n_seen_sections++] = sec;
+    c->engine_section = sec;
+    c->sect = S_ENGINE;
     return 0;
 }
 
@@ -339,14 +404,13 @@ static int on_section(struct ctx *c, char *line)
     if (*arg)
         *arg++ = '\0';
     arg = trim(arg);
-    if (strcasecmp(name, "controller") == 0 || strcasecmp(name, "exec") == 0) {
-        bool *seen = strcasecmp(name, "exec") == 0 ? &c->seen_exec : &c->seen_controller;
-        if (*seen)
+    if (strcasecmp(name, "controller") == 0) {
+        if (c->seen_controller)
             return FAIL(c, "a second [%s] section", name);
         if (*arg)
             return FAIL(c, "[%s] takes no name", name);
-        *seen = true;
-        c->sect = seen == &c->seen_exec ? S_EXEC : S_CONTROLLER;
+        c->seen_controller = true;
+        c->sect = S_CONTROLLER;
         return 0;
     }
     if (strcasecmp(name, "type") == 0) {
@@ -359,8 +423,18 @@ static int on_section(struct ctx *c, char *line)
         c->sect = S_HOST;
         return new_host(c, arg);
     }
-    return FAIL(
-        c, "unknown section [%.60s] (want [controller], [type NAME], [host NAME] or [exec])", name);
+    char want[200] = "";
+    for (size_t i = 0; fx_engines[i]; i++) {
+        const char *sec = fx_engines[i]->section;
+        if (!sec)
+            continue;
+        if (strcasecmp(name, sec) == 0)
+            return on_engine_section(c, sec, arg);
+        if (!strstr(want, sec))
+            snprintf(want + strlen(want), sizeof(want) - strlen(want), ", [%s]", sec);
+    }
+    return FAIL(c, "unknown section [%.60s] (want [controller], [type NAME], [host NAME]%s)", name,
+                want);
 }
 
 /* Every line: sections and keys, with the type sections kept in
@@ -404,10 +478,9 @@ static void defaults(struct site *s)
         .migration_timeout_s = 120,
         .boot_timeout_s = 600,
         .off_timeout_s = 300,
-        .bmc_timeout_s = 5,
-        .bmc_retries = 2,
     };
-    s->exec.timeout_s = 60;
+    s->vm_engine = fx_engine_default(false);
+    s->power_engine = fx_engine_default(true);
 }
 
 static bool section_defined(const struct ctx *c, const char *name)
@@ -499,35 +572,26 @@ static int check_vm_duplicates(struct ctx *c)
     return 0;
 }
 
-/* What each engine needs of each host. */
+/* What the chosen engines need (each host's uri for libvirt, ...). */
+static int check_engine(struct ctx *c, const struct fx_engine *e)
+{
+    c->line = 0;
+    if (!e->check)
+        return 0;
+    return e->check(c->s, fx_engine_conf(c->s, e), c->msg, sizeof(c->msg), &c->line);
+}
+
 static int validate(struct ctx *c)
 {
     struct site *s = c->s;
     int r = check_vm_duplicates(c);
+    if (r == 0)
+        r = check_engine(c, s->vm_engine);
+    if (r == 0)
+        r = check_engine(c, s->power_engine);
     if (r < 0)
         return r;
-    for (size_t i = 0; i < s->n_hosts; i++) {
-        struct site_host *h = &s->hosts[i];
-        c->line = h->line;
-        if (s->vm_engine == SITE_VMS_LIBVIRT && !h->uri)
-            return FAIL(c, "[host %s] has no uri = (its libvirt URI, e.g. qemu+ssh://%s/system)",
-                        h->name, h->name);
-        if (s->power_engine == SITE_POWER_IPMI) {
-            if (!h->bmc)
-                return FAIL(c, "[host %s] has no bmc = HOST[:PORT] (power = ipmi)", h->name);
-            if (!h->bmc_user || !h->bmc_password_line)
-                return FAIL(c,
-                            "[host %s] needs bmc_user and bmc_password (or bmc_password_file) "
-                            "(power = ipmi)",
-                            h->name);
-        }
-    }
     c->line = 0;
-    const struct site_exec *x = &s->exec;
-    if (s->vm_engine == SITE_VMS_EXEC && (!x->list || !x->migrate))
-        return FAIL(c, "vm_engine = exec needs list and migrate in [exec]");
-    if (s->power_engine == SITE_POWER_EXEC && (!x->power_on || !x->power_off || !x->power_status))
-        return FAIL(c, "power = exec needs power_on, power_off and power_status in [exec]");
     if (s->limits.min_hosts_on > s->n_hosts)
         return FAIL(c, "min_hosts_on = %u, but there are %zu hosts", s->limits.min_hosts_on,
                     s->n_hosts);
@@ -589,7 +653,6 @@ void site_free(struct site *s)
     for (size_t i = 0; i < s->n_hosts; i++) {
         struct site_host *h = &s->hosts[i];
         free(h->uri);
-        free(h->migrate_uri);
         free(h->bmc);
         free(h->bmc_user);
         if (h->bmc_password)
@@ -600,13 +663,7 @@ void site_free(struct site *s)
     free(s->hosts);
     free(s->vms);
     fleet_hosts_free(&s->types);
-    struct site_exec *x = &s->exec;
-    free(x->list);
-    free(x->migrate);
-    free(x->power_on);
-    free(x->power_off);
-    free(x->power_status);
-    free(x->power_reading);
+    site_engines_free(s);
     free(s->policy);
     free(s->state_dir);
     free(s->origin);

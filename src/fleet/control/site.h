@@ -1,7 +1,9 @@
 /* A real fleet, as fleet.ini describes it: host types (the simulator's
  * [type NAME] sections), the hosts with their hypervisor URI and BMC, the
- * VMs the controller manages, the controller's limits, and the command
- * templates of the exec engine. See docs/fleet-run.md.
+ * VMs the controller manages, the controller's limits, the engines it
+ * chose and what each engine parsed of its own keys (the exec engine's
+ * command templates, libvirt's migrate mode, IPMI's timeouts: see
+ * fleet/engine/exec.h). See docs/fleet-run.md.
  *
  * Pure: site_parse() takes the file's text; site_load() (fleet/control/
  * site_load.h) reads the file, checks who may read it and reads the
@@ -18,41 +20,26 @@
 #define SITE_MAX_HOSTS 4096
 #define SITE_MAX_VMS   65536
 
-enum site_vm_engine { SITE_VMS_LIBVIRT, SITE_VMS_EXEC };
-enum site_power_engine { SITE_POWER_IPMI, SITE_POWER_EXEC, SITE_POWER_NONE };
-enum site_migrate_mode { SITE_MIGRATE_P2P, SITE_MIGRATE_MANAGED };
+struct fx_engine; /* fleet/engine/exec.h */
 
+/* What any engine may use of a host (the exec engine's placeholders
+ * among them); what only one engine reads (libvirt's migrate_uri, IPMI's
+ * bmc_cipher) is that engine's, in its configuration. */
 struct site_host {
     char name[FLEET_NAME_MAX];
-    int line;          /* of its [host NAME] header in fleet.ini */
-    uint16_t type;     /* index into site.types.types */
-    char *uri;         /* libvirt connection URI ("qemu+ssh://h1/system") */
-    char *migrate_uri; /* optional: where the migration stream goes
-                        * (VIR_MIGRATE_PARAM_URI, "tcp://10.0.0.2"); NULL: libvirt's choice */
-    char *bmc;         /* BMC address "host" or "host:port" (port default 623); NULL: none */
+    int line;      /* of its [host NAME] header in fleet.ini */
+    uint16_t type; /* index into site.types.types */
+    char *uri;     /* libvirt connection URI ("qemu+ssh://h1/system") */
+    char *bmc;     /* BMC address "host" or "host:port" (port default 623); NULL: none */
     char *bmc_user;
     char *bmc_password;      /* bmc_password = , or site_load(): the file's first line */
     char *bmc_password_file; /* bmc_password_file = PATH as written; NULL: none */
     int bmc_password_line;   /* of bmc_password or bmc_password_file; 0: neither */
-    unsigned bmc_cipher;     /* IPMI 2.0 cipher suite id, default 3 */
-    bool bmc_lan15;          /* IPMI 1.5 LAN instead of 2.0 lanplus */
 };
 
 struct site_vm {
     char name[FLEET_NAME_MAX * 2]; /* libvirt domain name */
     int line;                      /* where fleet.ini names it, 0: discovered */
-};
-
-struct site_exec {
-    /* Command templates, run by /bin/sh -c with {host}, {vm}, {src}, {dst},
-     * {uri}, {bmc} replaced by single-quoted values. NULL: not configured. */
-    char *list;          /* prints one line per domain: NAME STATE CPU_NS MEM_KIB VCPUS */
-    char *migrate;       /* exit 0: moved */
-    char *power_on;      /* exit 0: accepted */
-    char *power_off;     /* exit 0: accepted */
-    char *power_status;  /* prints "on" or "off" */
-    char *power_reading; /* prints watts */
-    double timeout_s;    /* per command, default 60 */
 };
 
 struct site_limits {
@@ -66,8 +53,6 @@ struct site_limits {
     double boot_timeout_s;      /* power on -> hypervisor answers, default 600 */
     double off_timeout_s;       /* power off -> BMC says off, default 300 */
     double vm_mips;             /* capacity of one vCPU; 0: the slowest host type's core */
-    double bmc_timeout_s;       /* one IPMI session, default 5 */
-    unsigned bmc_retries;       /* per call, default 2 */
 };
 
 struct site {
@@ -78,11 +63,10 @@ struct site {
     struct site_vm *vms; /* managed VMs; none listed: every domain found is managed */
     size_t n_vms;
     bool vms_listed;
-    enum site_vm_engine vm_engine;
-    enum site_power_engine power_engine;
-    enum site_migrate_mode migrate_mode;
+    const struct fx_engine *vm_engine;    /* vm_engine = NAME (fx_engines[]), default libvirt */
+    const struct fx_engine *power_engine; /* power = NAME, default ipmi */
+    void **engine_conf; /* per fx_engines[] row: what it parsed of its keys; NULL: none */
     struct site_limits limits;
-    struct site_exec exec;
     char *policy;      /* watt policy tunables "pack=0.8,..." (fleet_options.watt_params) */
     char *state_dir;   /* journal and state, default /var/lib/watt/fleet */
     int password_line; /* the first bmc_password = line; 0: the file holds none */
@@ -96,3 +80,12 @@ void site_free(struct site *s);
 ssize_t site_host_find(const struct site *s, const char *name);
 /* The managed VM named NAME, or -1 (always -1 when none are listed). */
 ssize_t site_vm_find(const struct site *s, const char *name);
+
+/* KEY = VAL for the engines that read it, as if fleet.ini held it in
+ * SECTION: an engine's own ("exec"), "host" (host HI's) or "controller".
+ * For a site built by hand (tests); site_parse() does the same for every
+ * line. 0, or -EINVAL (an unknown key, a bad value) and ERR. */
+int site_engine_key(struct site *s, const char *section, size_t hi, const char *key,
+                    const char *val, struct fleet_error *err);
+/* Free what the engines parsed (site_free() does it too). */
+void site_engines_free(struct site *s);

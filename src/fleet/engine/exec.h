@@ -81,6 +81,29 @@ struct fx_power {
     void (*close)(struct fx_power *x);
 };
 
+/* ---- names from outside ---------------------------------------------------
+ *
+ * A VM's name comes from a hypervisor or from the exec engine's list
+ * command, and goes on to the migrate command, the journal, the terminal.
+ * The rule, libvirt's own and a little more: 1..FX_VM_NAME_MAX - 1 bytes
+ * of valid UTF-8 (libvirt's names are XML text), no '/' (libvirt refuses
+ * it in domain names: virDomainDefPostParseCheckFeatures), no control
+ * character: C0 (libvirt refuses '\n', XML the others but tab and CR),
+ * DEL, C1 (U+0080..U+009F), all hostile to terminals and journals.
+ * Quotes, blanks, $(), backticks, ';', '|', '*' are legal: no shell reads
+ * a name (exec_tmpl.h), and it is always one argv word. The longest name
+ * is the controller's: a longer one would be cut there, and the cut name
+ * could be another VM's. */
+#define FX_VM_NAME_MAX (FLEET_NAME_MAX * 2) /* bytes with the NUL */
+
+/* 0 when NAME passes the rule above; else -EINVAL and WHY ("VM name 'a/b'
+ * holds '/' (libvirt refuses it)"), the name escaped (fx_name_escape()). */
+int fx_vm_name_check(const char *name, char *why, size_t size);
+/* NAME for a message: printable ASCII and valid UTF-8 other than controls
+ * as they are, a backslash as \\, every other byte as \xNN; cut with
+ * "..." to fit SIZE. */
+void fx_name_escape(const char *name, char *out, size_t size);
+
 /* Constructors. They keep a pointer to SITE (which must outlive them) and
  * connect lazily, on the first call for a host; a broken connection is
  * dropped and made again on the next call (a host that was off). */
@@ -94,3 +117,67 @@ int fx_none_power_open(const struct site *site, struct fx_power **ret, struct fl
 /* The engines site->vm_engine and site->power_engine name. */
 int fx_open(const struct site *site, struct fx_vms **ret_vms, struct fx_power **ret_power,
             struct fleet_error *err);
+
+/* ---- the table of engines ------------------------------------------------
+ *
+ * An engine is one file and one row of fx_engines[] (exec.c): its name
+ * (fleet.ini's vm_engine = NAME or power = NAME), the fleet.ini keys it
+ * reads, and its functions. site_parse() hands each key to the engines
+ * that list it, whichever engines the file chooses (so that `watt fleet
+ * check` finds a bad [exec] template before anyone switches to it); an
+ * engine keeps what it parsed in its own configuration, which it finds
+ * again with fx_engine_conf(). What every engine may use stays in struct
+ * site_host: the host's name, type, uri, bmc, bmc_user and password. */
+
+enum fx_where {
+    FX_IN_SECTION,    /* the engine's own section, [exec] for "exec" */
+    FX_IN_HOST,       /* a [host NAME] section */
+    FX_IN_CONTROLLER, /* [controller] */
+};
+
+struct fx_key {
+    enum fx_where where;
+    const char *name;
+};
+
+struct fx_engine {
+    const char *name;          /* "libvirt": vm_engine = libvirt */
+    bool power;                /* a power engine (power = NAME), else a VM engine */
+    const char *section;       /* its own section ("exec": [exec]), NULL: none; two
+                                * engines may share one, each reading its own keys */
+    const struct fx_key *keys; /* what it reads, ended by {0, NULL}; NULL: nothing */
+    /* KEY = VAL, one of KEYS, found WHERE (FX_IN_HOST: in host HI's
+     * section), into *CONF: NULL at the first key, then what the engine
+     * made of it (its own struct, freed by free_conf). 0, or -EINVAL and
+     * WHY ("[exec] list: unterminated ' quote in ..."; the caller adds
+     * the file and the line). Mandatory when KEYS is not NULL. */
+    int (*parse)(void **conf, enum fx_where where, size_t hi, const char *key, const char *val,
+                 char *why, size_t size);
+    void (*free_conf)(void *conf);
+    /* The parsed site, when it chose this engine: is there all it needs
+     * (every host's uri, say)? 0, or -EINVAL, WHY and *LINE (the fleet.ini
+     * line to name, 0: none). Optional. */
+    int (*check)(const struct site *s, const void *conf, char *why, size_t size, int *line);
+    /* The engine (open_vms for a VM engine, open_power for a power one). */
+    int (*open_vms)(const struct site *site, struct fx_vms **ret, struct fleet_error *err);
+    int (*open_power)(const struct site *site, struct fx_power **ret, struct fleet_error *err);
+};
+
+/* The rows, one per engine file. */
+extern const struct fx_engine fx_engine_libvirt;    /* libvirt.c */
+extern const struct fx_engine fx_engine_exec_vms;   /* exec_cmd.c */
+extern const struct fx_engine fx_engine_ipmi;       /* ipmi.c */
+extern const struct fx_engine fx_engine_exec_power; /* exec_cmd.c */
+extern const struct fx_engine fx_engine_none;       /* exec.c */
+
+/* Every engine, NULL-terminated; the first VM and the first power engine
+ * are the defaults. */
+extern const struct fx_engine *const fx_engines[];
+
+/* The default engine of that kind: its first row (libvirt, ipmi). */
+const struct fx_engine *fx_engine_default(bool power);
+/* The engine called NAME (case-insensitive) of that kind, or NULL. */
+const struct fx_engine *fx_engine_find(const char *name, bool power);
+/* What engine E parsed of S's fleet.ini (its parse()'s *CONF), or NULL
+ * when the file held none of its keys. */
+const void *fx_engine_conf(const struct site *s, const struct fx_engine *e);

@@ -2,8 +2,10 @@
  * as a VM engine and a power engine, the escape hatch for OpenStack,
  * Kubernetes, Redfish scripts and anything else.
  *
- * Each call expands one template (exec_cmd.h: values single-quoted) and
- * runs it with /bin/sh -c: stdin empty, stdout captured (at most 1 MiB),
+ * Each call turns one template, split into words when fleet.ini was read
+ * (exec_tmpl.h), into an argv with the call's values, each placeholder
+ * one word, and runs it with posix_spawnp(), no shell: stdin empty, stdout
+ * captured (at most 1 MiB),
  * the last 512 bytes of stderr kept for the error message, no fd of ours
  * inherited, its own process group, default signal dispositions. Past its
  * deadline the group gets SIGTERM, SIGKILL 2 s later, and is reaped.
@@ -31,6 +33,7 @@
 #include "base/util.h"
 #include "fleet/engine/exec.h"
 #include "fleet/engine/exec_cmd.h"
+#include "fleet/engine/exec_tmpl.h"
 
 #define CMD_OUT_MAX       (1u << 20)    /* bytes of stdout a command may print */
 #define CMD_TAIL_MAX      512           /* bytes of stderr kept for messages */
@@ -56,121 +59,6 @@ static void buf_add(struct buf *b, const char *s, size_t n)
     memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
-}
-
-static void buf_adds(struct buf *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
-
-/* ---- templates ------------------------------------------------------------ */
-
-const char *fx_exec_template_allowed(const char *key)
-{
-    static const char *const host_keys[] = {"list", "power_on", "power_off", "power_status",
-                                            "power_reading"};
-    if (streq(key, "migrate"))
-        return FX_EXEC_ALLOW_MIGRATE;
-    for (size_t i = 0; i < ARRAY_SIZE(host_keys); i++)
-        if (streq(key, host_keys[i]))
-            return FX_EXEC_ALLOW_HOST;
-    return NULL;
-}
-
-/* The length of the placeholder name after the '{' at B, 0 when B starts
- * none ("{}", "{ print }", the shell's "${x}"). */
-static size_t placeholder_len(const char *tmpl, const char *b)
-{
-    if (b > tmpl && b[-1] == '$')
-        return 0;
-    size_t n = 0;
-    while (isalnum((unsigned char)b[1 + n]) || b[1 + n] == '_')
-        n++;
-    return n > 0 && b[1 + n] == '}' ? n : 0;
-}
-
-static bool name_in(const char *list, const char *name, size_t n)
-{
-    for (const char *p = list; *p;) {
-        p += strspn(p, " ,");
-        size_t k = strcspn(p, " ,");
-        if (k == n && k > 0 && memcmp(p, name, n) == 0)
-            return true;
-        p += k;
-    }
-    return false;
-}
-
-/* "{host} {uri} {bmc}" from "host uri bmc". */
-static void known_names(const char *list, char *out, size_t size)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (const char *p = list; *p && o < size;) {
-        p += strspn(p, " ,");
-        int k = (int)strcspn(p, " ,");
-        if (k > 0)
-            o += (size_t)snprintf(out + o, size - o, "%s{%.*s}", o ? " " : "", k, p);
-        p += k;
-    }
-}
-
-int fx_exec_template_check(const char *tmpl, const char *allowed, struct fleet_error *err)
-{
-    for (const char *b = strchr(tmpl, '{'); b; b = strchr(b + 1, '{')) {
-        size_t n = placeholder_len(tmpl, b);
-        if (n == 0 || name_in(allowed, b + 1, n))
-            continue;
-        char known[128];
-        known_names(allowed, known, sizeof(known));
-        fleet_error_set(err, "unknown placeholder {%.*s} in '%.80s%s' (known: %s)", (int)n, b + 1,
-                        tmpl, strlen(tmpl) > 80 ? "..." : "", known);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-struct tvar {
-    const char *name;
-    const char *value; /* NULL: "" */
-};
-
-/* VALUE in single quotes for sh; a quote inside becomes '\''. */
-static void sh_quote(struct buf *b, const char *value)
-{
-    buf_adds(b, "'");
-    for (const char *p = value ? value : ""; *p; p++) {
-        size_t k = strcspn(p, "'");
-        buf_add(b, p, k);
-        p += k;
-        if (!*p)
-            break;
-        buf_adds(b, "'\\''");
-    }
-    buf_adds(b, "'");
-}
-
-/* TMPL with its placeholders replaced; TMPL passed fx_exec_template_check()
- * against the names of VARS. Owned by the caller. */
-static char *template_expand(const char *tmpl, const struct tvar *vars, size_t n_vars)
-{
-    struct buf b = {0};
-    const char *p = tmpl;
-    for (const char *q = strchr(p, '{'); q; q = strchr(q + 1, '{')) {
-        size_t n = placeholder_len(tmpl, q);
-        const struct tvar *v = NULL;
-        for (size_t i = 0; n > 0 && i < n_vars && !v; i++)
-            if (strlen(vars[i].name) == n && memcmp(vars[i].name, q + 1, n) == 0)
-                v = &vars[i];
-        if (!v)
-            continue;
-        buf_add(&b, p, (size_t)(q - p));
-        sh_quote(&b, v->value);
-        p = q + 1 + n + 1;
-        q = p - 1;
-    }
-    buf_adds(&b, p);
-    return b.p;
 }
 
 /* ---- running one command --------------------------------------------------- */
@@ -324,12 +212,12 @@ static int run_reap(struct run *r)
     return w < 0 ? -errno : 0;
 }
 
-static int spawn_sh(const char *cmdline, char *const *envp, int in, int out, int err, pid_t *ret)
+/* ARGV[0] found in $PATH (or a path), run with ARGV: no shell. */
+static int spawn_argv(char *const *argv, char *const *envp, int in, int out, int err, pid_t *ret)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
-    char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmdline, NULL};
 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in, 0);
@@ -351,7 +239,7 @@ static int spawn_sh(const char *cmdline, char *const *envp, int in, int out, int
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int r = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, envp);
+    int r = posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     if (r != 0)
@@ -383,17 +271,17 @@ static void pipes_close(int p[3][2])
     }
 }
 
-/* Run CMDLINE to its end or its deadline. Returns 0 when it exited by
+/* Run ARGV to its end or its deadline. Returns 0 when it exited by
  * itself (its status in R->status; R->out, R->tail filled), -ETIMEDOUT or
  * -EMSGSIZE when it was killed, -errno when it could not start. The child
  * is always reaped. */
-static int run_cmd(struct run *r, const char *cmdline, char *const *envp, double timeout_s)
+static int run_cmd(struct run *r, char *const *argv, char *const *envp, double timeout_s)
 {
     int p[3][2];
     *r = (struct run){.pid = -1, .pidfd = -1, .fd_out = -1, .fd_err = -1};
     int k = pipes_open(p);
     if (k >= 0)
-        k = spawn_sh(cmdline, envp, p[0][0], p[1][1], p[2][1], &r->pid);
+        k = spawn_argv(argv, envp, p[0][0], p[1][1], p[2][1], &r->pid);
     if (k < 0) {
         pipes_close(p);
         return k;
@@ -426,35 +314,86 @@ static int run_cmd(struct run *r, const char *cmdline, char *const *envp, double
 struct job {
     const struct site *site;
     const struct site_host *host;
-    const char *key;     /* "list", "migrate", ... */
-    const char *tmpl;    /* NULL: not configured */
-    const char *allowed; /* FX_EXEC_ALLOW_* */
-    struct tvar vars[6];
-    size_t n_vars;
-    bool creds; /* the BMC credentials in the environment */
+    const char *key;            /* "list", "migrate", ... */
+    const struct fx_tmpl *tmpl; /* NULL: not configured */
+    const char *vals[FX_VAR_N]; /* each placeholder's value, NULL: "" */
+    bool creds;                 /* the BMC credentials in the environment */
     double timeout_s;
     char who[256]; /* "host h1: list command" */
 };
 
-static double exec_timeout_s(const struct site *s)
+/* ---- fleet.ini's [exec] -------------------------------------------------- */
+
+enum exec_key { K_LIST, K_MIGRATE, K_POWER_ON, K_POWER_OFF, K_POWER_STATUS, K_POWER_READING, K_N };
+
+static const char *const exec_key_names[K_N] = {"list",      "migrate",      "power_on",
+                                                "power_off", "power_status", "power_reading"};
+
+/* What [exec] says to one of the two engines (each reads its own keys,
+ * and timeout_s): the templates split into words, once. */
+struct exec_conf {
+    struct fx_tmpl tmpl[K_N]; /* n == 0: not configured */
+    double timeout_s;         /* 0: CMD_TIMEOUT_S */
+};
+
+static int exec_parse(void **conf, enum fx_where where, size_t hi, const char *key, const char *val,
+                      char *why, size_t size)
 {
-    double t = s->exec.timeout_s;
-    return t > 0 ? t : CMD_TIMEOUT_S;
+    struct exec_conf *c = *conf ? *conf : (*conf = xcalloc(1, sizeof(struct exec_conf)));
+    if (streq(key, "timeout_s")) {
+        char *end;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (end == val || *end || errno || !(v >= 0.1 && v <= 86400)) {
+            snprintf(why, size, "%s = '%.60s': want a number 0.1..86400", key, val);
+            return -EINVAL;
+        }
+        c->timeout_s = v;
+        return 0;
+    }
+    for (int k = 0; k < K_N; k++)
+        if (streq(key, exec_key_names[k])) {
+            struct fx_tmpl t;
+            char e[300];
+            if (fx_tmpl_split(val, fx_exec_allowed(key), &t, e, sizeof(e)) < 0) {
+                snprintf(why, size, "[exec] %s: %s", key, e);
+                return -EINVAL;
+            }
+            fx_tmpl_free(&c->tmpl[k]);
+            c->tmpl[k] = t;
+            return 0;
+        }
+    snprintf(why, size, "[exec] %s: not a key of the exec engine", key);
+    return -EINVAL;
 }
 
-static void job_init(struct job *j, const struct site *s, size_t hi, const char *key,
-                     const char *tmpl)
+static void exec_conf_free(void *conf)
+{
+    struct exec_conf *c = conf;
+    for (int k = 0; c && k < K_N; k++)
+        fx_tmpl_free(&c->tmpl[k]);
+    free(c);
+}
+
+/* The keys of S's engine of that kind: the template of each, timeout_s. */
+static const struct exec_conf *exec_conf(const struct site *s, bool power)
+{
+    return fx_engine_conf(s, power ? &fx_engine_exec_power : &fx_engine_exec_vms);
+}
+
+static void job_init(struct job *j, const struct site *s, size_t hi, bool power, enum exec_key k)
 {
     const struct site_host *h = &s->hosts[hi];
+    const struct exec_conf *c = exec_conf(s, power);
+    const char *key = exec_key_names[k];
     *j = (struct job){.site = s,
                       .host = h,
                       .key = key,
-                      .tmpl = tmpl,
-                      .allowed = fx_exec_template_allowed(key),
-                      .timeout_s = exec_timeout_s(s)};
-    j->vars[j->n_vars++] = (struct tvar){"host", h->name};
-    j->vars[j->n_vars++] = (struct tvar){"uri", h->uri};
-    j->vars[j->n_vars++] = (struct tvar){"bmc", h->bmc};
+                      .tmpl = c && c->tmpl[k].n ? &c->tmpl[k] : NULL,
+                      .timeout_s = c && c->timeout_s > 0 ? c->timeout_s : CMD_TIMEOUT_S};
+    j->vals[FX_VAR_HOST] = h->name;
+    j->vals[FX_VAR_URI] = h->uri;
+    j->vals[FX_VAR_BMC] = h->bmc;
     snprintf(j->who, sizeof(j->who), "host %s: %s command", h->name, key);
 }
 
@@ -530,7 +469,8 @@ static void fail_with_tail(struct fleet_error *err, const struct job *j, const s
                  tail + (len > room ? len - room : 0));
 }
 
-static int job_fail(const struct job *j, const struct run *r, int k, struct fleet_error *err)
+static int job_fail(const struct job *j, const struct run *r, const char *prog, int k,
+                    struct fleet_error *err)
 {
     char what[96];
     if (k == -ETIMEDOUT) {
@@ -538,7 +478,7 @@ static int job_fail(const struct job *j, const struct run *r, int k, struct flee
     } else if (k == -EMSGSIZE) {
         snprintf(what, sizeof(what), "printed more than %u bytes and was killed", CMD_OUT_MAX);
     } else if (k < 0) {
-        fleet_error_set(err, "%s could not run: %s", j->who, strerror(-k));
+        fleet_error_set(err, "%s could not run %s: %s", j->who, prog, strerror(-k));
         return k;
     } else if (WIFEXITED(r->status)) {
         snprintf(what, sizeof(what), "exited %d", WEXITSTATUS(r->status));
@@ -561,23 +501,20 @@ static int job_run(struct job *j, struct buf *ret, struct fleet_error *err)
                         j->site->origin ? j->site->origin : "fleet.ini");
         return -EOPNOTSUPP;
     }
-    struct fleet_error e;
-    int k = fx_exec_template_check(j->tmpl, j->allowed, &e);
-    if (k < 0) {
-        fleet_error_set(err, "%s: %s", j->who, e.msg);
-        return k;
-    }
-    _cleanup_free_ char *cmdline = template_expand(j->tmpl, j->vars, j->n_vars);
+    char **argv = fx_tmpl_argv(j->tmpl, j->vals);
     struct env env;
     struct run r;
     double t = j->timeout_s > CMD_TIMEOUT_MAX_S ? CMD_TIMEOUT_MAX_S : j->timeout_s;
     env_build(j, &env);
-    k = run_cmd(&r, cmdline, env.v, t);
+    int k = run_cmd(&r, argv, env.v, t);
     env_free(&env);
     if (k < 0 || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
         free(r.out.p);
-        return job_fail(j, &r, k, err);
+        k = job_fail(j, &r, argv[0], k, err);
+        fx_argv_free(argv);
+        return k;
     }
+    fx_argv_free(argv);
     if (!r.out.p)
         buf_add(&r.out, "", 0);
     if (memchr(r.out.p, '\0', r.out.n)) {
@@ -626,24 +563,37 @@ static int parse_state(const char *s, struct fx_domain *d)
     return 0;
 }
 
-/* Fill D from the fields of one line; on error WHY says what is wrong. */
-static int list_fields(char **f, size_t n, struct fx_domain *d, char *why, size_t size)
+/* A name the engine's commands get: the rule of every engine
+ * (fx_vm_name_check()), and no '-' first, which a command would read as
+ * one of its options (virsh migrate --live {vm}: a VM named
+ * --desturi=... would choose the destination). */
+static int exec_name_check(const char *name, char *why, size_t size)
+{
+    int k = fx_vm_name_check(name, why, size);
+    if (k == 0 && name[0] == '-') {
+        char shown[160];
+        fx_name_escape(name, shown, sizeof(shown));
+        snprintf(why, size, "VM name '%s' starts with '-' (a command would take it for an option)",
+                 shown);
+        return -EINVAL;
+    }
+    return k;
+}
+
+/* Fill D from the four fields after the name; on error WHY says what is
+ * wrong. */
+static int list_fields(char **f, struct fx_domain *d, char *why, size_t size)
 {
     static const char *const names[] = {"CPU_NS", "MEM_KIB", "VCPUS"};
     uint64_t v[3];
-    if (n != 5) {
-        snprintf(why, size, "expected 5 fields NAME STATE CPU_NS MEM_KIB VCPUS, found %s%zu",
-                 n > 5 ? "more than " : "", n > 5 ? (size_t)5 : n);
-        return -EINVAL;
-    }
-    if (parse_state(f[1], d) < 0) {
-        snprintf(why, size, "STATE '%.40s' is not running, paused, shutoff or other", f[1]);
+    if (parse_state(f[0], d) < 0) {
+        snprintf(why, size, "STATE '%.40s' is not running, paused, shutoff or other", f[0]);
         return -EINVAL;
     }
     for (int i = 0; i < 3; i++) {
-        int k = parse_u64(f[2 + i], i == 2 ? UINT_MAX : UINT64_MAX, &v[i]);
+        int k = parse_u64(f[1 + i], i == 2 ? UINT_MAX : UINT64_MAX, &v[i]);
         if (k < 0) {
-            snprintf(why, size, "%s '%.40s' is %s", names[i], f[2 + i],
+            snprintf(why, size, "%s '%.40s' is %s", names[i], f[1 + i],
                      k == -ERANGE ? "out of range" : "not a number");
             return k;
         }
@@ -655,19 +605,41 @@ static int list_fields(char **f, size_t n, struct fx_domain *d, char *why, size_
     return 0;
 }
 
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* "NAME STATE CPU_NS MEM_KIB VCPUS": the last four fields, and the name
+ * before them, blanks inside it kept ("web 1 running 5 1024 1"). */
 static int list_line(char *line, struct fx_list *l, size_t *cap, char *why, size_t size)
 {
-    char *f[6], *save = NULL;
-    size_t n = 0;
-    for (char *t = strtok_r(line, " \t\r", &save); t && n < 6; t = strtok_r(NULL, " \t\r", &save))
-        f[n++] = t;
-    if (n == 0 || f[0][0] == '#')
+    char *end = line + strlen(line), *f[4];
+    while (*line && blank(*line))
+        line++;
+    if (!*line || *line == '#')
         return 0;
+    for (int i = 3; i >= 0; i--) { /* the fields, from the right */
+        while (end > line && blank(end[-1]))
+            *--end = '\0';
+        while (end > line && !blank(end[-1]))
+            end--;
+        if (end == line) { /* this field is the first: no name */
+            snprintf(why, size, "expected 5 fields NAME STATE CPU_NS MEM_KIB VCPUS, found %d",
+                     4 - i);
+            return -EINVAL;
+        }
+        f[i] = end;
+    }
+    while (end > line && blank(end[-1]))
+        *--end = '\0';
     struct fx_domain d = {0};
-    int k = list_fields(f, n, &d, why, size);
+    int k = list_fields(f, &d, why, size);
+    if (k == 0)
+        k = exec_name_check(line, why, size);
     if (k < 0)
         return k;
-    d.name = xstrdup(f[0]);
+    d.name = xstrdup(line);
     l->v = grow_array(l->v, sizeof(*l->v), l->n, cap);
     l->v[l->n++] = d;
     return 0;
@@ -712,7 +684,7 @@ int fx_exec_list_parse(char *text, const char *who, struct fx_list *ret, struct 
     size_t cap = 0, lines_cap = 0;
     _cleanup_free_ int *lines = NULL; /* the line of each VM */
     int line = 0, k = 0;
-    char why[192];
+    char why[400];
     char *save = NULL;
     for (char *p = text; p; p = save) {
         save = strchr(p, '\n');
@@ -732,7 +704,9 @@ int fx_exec_list_parse(char *text, const char *who, struct fx_list *ret, struct 
     const char *name = NULL;
     int repeat = first_repeat(&l, lines, &name);
     if (repeat) {
-        fleet_error_set(err, "%s output line %d: VM '%.80s' listed twice", who, repeat, name);
+        char shown[200];
+        fx_name_escape(name, shown, sizeof(shown));
+        fleet_error_set(err, "%s output line %d: VM '%s' listed twice", who, repeat, shown);
         k = -EINVAL;
     } else if (k < 0) {
         fleet_error_set(err, "%s output line %d: %s", who, line, why);
@@ -772,7 +746,7 @@ static int exec_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fl
     int k = host_check(s, hi, "list", err);
     if (k < 0)
         return k;
-    job_init(&j, s, hi, "list", s->exec.list);
+    job_init(&j, s, hi, false, K_LIST);
     k = job_run(&j, &out, err);
     if (k < 0)
         return k;
@@ -792,14 +766,20 @@ static int exec_migrate(struct fx_vms *x, const char *vm, size_t src, size_t dst
         k = host_check(s, dst, "migrate", err);
     if (k < 0)
         return k;
-    job_init(&j, s, src, "migrate", s->exec.migrate);
-    j.n_vars = 2; /* {host} and {uri}: the source's; no {bmc} */
-    j.vars[j.n_vars++] = (struct tvar){"vm", vm};
-    j.vars[j.n_vars++] = (struct tvar){"src", s->hosts[src].name};
-    j.vars[j.n_vars++] = (struct tvar){"dst", s->hosts[dst].name};
-    j.vars[j.n_vars++] = (struct tvar){"dst_uri", s->hosts[dst].uri};
-    snprintf(j.who, sizeof(j.who), "host %s: migrate command for VM '%.96s' to %s",
-             s->hosts[src].name, vm, s->hosts[dst].name);
+    char why[300];
+    if (exec_name_check(vm, why, sizeof(why)) < 0) {
+        fleet_error_set(err, "host %s: migrate command: %s, not passed on", s->hosts[src].name,
+                        why);
+        return -EINVAL;
+    }
+    job_init(&j, s, src, false, K_MIGRATE);
+    /* {host} and {uri}: the source's; no {bmc} */
+    j.vals[FX_VAR_VM] = vm;
+    j.vals[FX_VAR_SRC] = s->hosts[src].name;
+    j.vals[FX_VAR_DST] = s->hosts[dst].name;
+    j.vals[FX_VAR_DST_URI] = s->hosts[dst].uri;
+    snprintf(j.who, sizeof(j.who), "host %s: migrate command for VM '%s' to %s", s->hosts[src].name,
+             vm, s->hosts[dst].name); /* the rule: printable, < 96 bytes */
     if (timeout_s > 0)
         j.timeout_s = timeout_s;
     k = job_run(&j, &out, err);
@@ -814,29 +794,8 @@ static void exec_vms_close(struct fx_vms *x)
     free(x);
 }
 
-/* Each configured template of KEYS, checked once at open. */
-static int check_keys(const struct site *s, const char *const *keys, const char *const *tmpls,
-                      size_t n, struct fleet_error *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        struct fleet_error e;
-        if (!tmpls[i] ||
-            fx_exec_template_check(tmpls[i], fx_exec_template_allowed(keys[i]), &e) >= 0)
-            continue;
-        fleet_error_set(err, "%s [exec] %s: %s", s->origin ? s->origin : "fleet.ini", keys[i],
-                        e.msg);
-        return -EINVAL;
-    }
-    return 0;
-}
-
 int fx_exec_vms_open(const struct site *site, struct fx_vms **ret, struct fleet_error *err)
 {
-    const char *const keys[] = {"list", "migrate"};
-    const char *const tmpls[] = {site->exec.list, site->exec.migrate};
-    int k = check_keys(site, keys, tmpls, ARRAY_SIZE(keys), err);
-    if (k < 0)
-        return k;
     struct exec_vms *e = xcalloc(1, sizeof(*e));
     e->pub = (struct fx_vms){
         .name = "exec", .list = exec_list, .migrate = exec_migrate, .close = exec_vms_close};
@@ -853,14 +812,14 @@ struct exec_power {
 };
 
 /* Run KEY's command for host HI; its stdout, stripped, in RET (owned). */
-static int power_run(struct fx_power *x, size_t hi, const char *key, const char *tmpl,
-                     struct job *j, struct buf *ret, struct fleet_error *err)
+static int power_run(struct fx_power *x, size_t hi, enum exec_key key, struct job *j,
+                     struct buf *ret, struct fleet_error *err)
 {
     const struct site *s = ((struct exec_power *)x)->site;
-    int k = host_check(s, hi, key, err);
+    int k = host_check(s, hi, exec_key_names[key], err);
     if (k < 0)
         return k;
-    job_init(j, s, hi, key, tmpl);
+    job_init(j, s, hi, true, key);
     j->creds = true;
     return job_run(j, ret, err);
 }
@@ -868,10 +827,9 @@ static int power_run(struct fx_power *x, size_t hi, const char *key, const char 
 static int exec_status(struct fx_power *x, size_t hi, enum fx_power_state *ret,
                        struct fleet_error *err)
 {
-    const struct site *s = ((struct exec_power *)x)->site;
     struct job j;
     struct buf out;
-    int k = power_run(x, hi, "power_status", s->exec.power_status, &j, &out, err);
+    int k = power_run(x, hi, K_POWER_STATUS, &j, &out, err);
     if (k < 0)
         return k;
     const char *v = strip(out.p);
@@ -888,11 +846,9 @@ static int exec_status(struct fx_power *x, size_t hi, enum fx_power_state *ret,
 
 static int exec_set(struct fx_power *x, size_t hi, bool on, struct fleet_error *err)
 {
-    const struct site *s = ((struct exec_power *)x)->site;
     struct job j;
     struct buf out;
-    int k = power_run(x, hi, on ? "power_on" : "power_off",
-                      on ? s->exec.power_on : s->exec.power_off, &j, &out, err);
+    int k = power_run(x, hi, on ? K_POWER_ON : K_POWER_OFF, &j, &out, err);
     if (k < 0)
         return k;
     free(out.p);
@@ -901,10 +857,9 @@ static int exec_set(struct fx_power *x, size_t hi, bool on, struct fleet_error *
 
 static int exec_reading(struct fx_power *x, size_t hi, double *watts, struct fleet_error *err)
 {
-    const struct site *s = ((struct exec_power *)x)->site;
     struct job j;
     struct buf out;
-    int k = power_run(x, hi, "power_reading", s->exec.power_reading, &j, &out, err);
+    int k = power_run(x, hi, K_POWER_READING, &j, &out, err);
     if (k < 0)
         return k;
     const char *v = strip(out.p);
@@ -929,12 +884,6 @@ static void exec_power_close(struct fx_power *x)
 
 int fx_exec_power_open(const struct site *site, struct fx_power **ret, struct fleet_error *err)
 {
-    const char *const keys[] = {"power_on", "power_off", "power_status", "power_reading"};
-    const char *const tmpls[] = {site->exec.power_on, site->exec.power_off, site->exec.power_status,
-                                 site->exec.power_reading};
-    int k = check_keys(site, keys, tmpls, ARRAY_SIZE(keys), err);
-    if (k < 0)
-        return k;
     struct exec_power *e = xcalloc(1, sizeof(*e));
     e->pub = (struct fx_power){.name = "exec",
                                .status = exec_status,
@@ -945,3 +894,67 @@ int fx_exec_power_open(const struct site *site, struct fx_power **ret, struct fl
     *ret = &e->pub;
     return 0;
 }
+
+/* ---- the two rows of the table of engines ---------------------------------- */
+
+/* What each engine needs configured. */
+static int exec_check(const struct site *s, const void *conf, bool power, char *why, size_t size)
+{
+    const struct exec_conf *c = conf;
+    static const enum exec_key vms[] = {K_LIST, K_MIGRATE},
+                               pw[] = {K_POWER_ON, K_POWER_OFF, K_POWER_STATUS};
+    const enum exec_key *need = power ? pw : vms;
+    size_t n = power ? ARRAY_SIZE(pw) : ARRAY_SIZE(vms);
+    for (size_t i = 0; i < n; i++)
+        if (!c || !c->tmpl[need[i]].n) {
+            snprintf(why, size, "%s",
+                     power ? "power = exec needs power_on, power_off and power_status in [exec]"
+                           : "vm_engine = exec needs list and migrate in [exec]");
+            return -EINVAL;
+        }
+    return 0;
+}
+
+static int exec_vms_check(const struct site *s, const void *conf, char *why, size_t size, int *line)
+{
+    return exec_check(s, conf, false, why, size);
+}
+
+static int exec_power_check(const struct site *s, const void *conf, char *why, size_t size,
+                            int *line)
+{
+    return exec_check(s, conf, true, why, size);
+}
+
+static const struct fx_key exec_vms_keys[] = {
+    {FX_IN_SECTION, "list"},
+    {FX_IN_SECTION, "migrate"},
+    {FX_IN_SECTION, "timeout_s"},
+    {0, NULL},
+};
+
+static const struct fx_key exec_power_keys[] = {
+    {FX_IN_SECTION, "power_on"},      {FX_IN_SECTION, "power_off"}, {FX_IN_SECTION, "power_status"},
+    {FX_IN_SECTION, "power_reading"}, {FX_IN_SECTION, "timeout_s"}, {0, NULL},
+};
+
+const struct fx_engine fx_engine_exec_vms = {
+    .name = "exec",
+    .section = "exec",
+    .keys = exec_vms_keys,
+    .parse = exec_parse,
+    .free_conf = exec_conf_free,
+    .check = exec_vms_check,
+    .open_vms = fx_exec_vms_open,
+};
+
+const struct fx_engine fx_engine_exec_power = {
+    .name = "exec",
+    .power = true,
+    .section = "exec",
+    .keys = exec_power_keys,
+    .parse = exec_parse,
+    .free_conf = exec_conf_free,
+    .check = exec_power_check,
+    .open_power = fx_exec_power_open,
+};

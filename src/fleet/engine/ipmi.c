@@ -12,20 +12,24 @@
  * administrator's ipmitool. So each call opens, sends one command, closes.
  *
  * Retries: a try that gets no answer (or "busy") is repeated, up to
- * site->limits.bmc_retries more times, after a short backoff (0.2 s, 0.4 s,
+ * bmc_retries more times, after a short backoff (0.2 s, 0.4 s,
  * ...); refused credentials and unsupported commands are not. Within a try
  * freeipmi retransmits every bmc_timeout_s / 4 and gives up after
  * bmc_timeout_s, so a dead BMC costs (1 + retries) * timeout + backoff:
  * 15.6 s with the defaults. Power up and soft shutdown are idempotent, so
  * repeating one whose answer was lost is harmless. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <freeipmi/freeipmi.h>
 
+#include "base/parse.h"
 #include "base/util.h"
 #include "fleet/engine/exec.h"
 
@@ -33,13 +37,29 @@
 #define IPMI_MIN_RETRANSMIT_MS 100
 #define IPMI_DEFAULT_TIMEOUT_S 5.0
 #define IPMI_DEFAULT_CIPHER    3
+#define IPMI_DEFAULT_RETRIES   2
 /* Sessions ask for ADMINISTRATOR, as ipmitool does by default: chassis
  * control needs OPERATOR, but some BMCs (ipmi_sim among them) put the DCMI
  * group extension at ADMINISTRATOR. */
 #define IPMI_PRIV IPMI_PRIVILEGE_LEVEL_ADMIN
 
+/* What fleet.ini says to the IPMI engine: [controller] bmc_timeout_s and
+ * bmc_retries, each host's bmc_cipher and bmc_protocol. */
+struct ipmi_conf {
+    double timeout_s; /* one session, 0: IPMI_DEFAULT_TIMEOUT_S */
+    unsigned retries; /* per call, after the first try */
+    bool retries_set;
+    struct ipmi_host_conf {
+        unsigned cipher; /* IPMI 2.0 cipher suite id, 0: IPMI_DEFAULT_CIPHER */
+        bool lan15;      /* IPMI 1.5 LAN instead of 2.0 lanplus */
+    } * hosts;
+    size_t n_hosts;
+};
+
 struct ipmi_host {
     pthread_mutex_t lock; /* one call at a time per BMC */
+    unsigned cipher;      /* from the configuration, at open */
+    bool lan15;
     /* The BMC answers an Open Session that asks for "the highest
      * privilege" (freeipmi's default) with level 0, which freeipmi takes
      * as a refusal (ipmi_sim does this); such a BMC gets the level asked
@@ -52,6 +72,8 @@ struct ipmi_engine {
     struct fx_power pub; /* first: the engine is passed as a struct fx_power */
     const struct site *site;
     struct ipmi_host *hosts; /* site->n_hosts */
+    double timeout_s;        /* bmc_timeout_s */
+    unsigned retries;        /* bmc_retries */
 };
 
 /* One command, run in an open session. RUN returns 0, or -1 with the
@@ -79,11 +101,6 @@ struct ipmi_fail {
 static struct ipmi_engine *engine(struct fx_power *x)
 {
     return (struct ipmi_engine *)x;
-}
-
-static double bmc_timeout_s(const struct site *s)
-{
-    return s->limits.bmc_timeout_s > 0 ? s->limits.bmc_timeout_s : IPMI_DEFAULT_TIMEOUT_S;
 }
 
 /* ---- the three commands ------------------------------------------------ */
@@ -122,10 +139,10 @@ static int run_reading(ipmi_ctx_t ctx, struct ipmi_op *op)
 
 /* ---- one try: open a session, run the command, close ------------------- */
 
-static int open_session(ipmi_ctx_t ctx, const struct site *s, const struct site_host *h,
-                        bool open_priv)
+static int open_session(ipmi_ctx_t ctx, const struct ipmi_engine *e, const struct site_host *h,
+                        const struct ipmi_host *ih, bool open_priv)
 {
-    double t = bmc_timeout_s(s);
+    double t = e->timeout_s;
     unsigned timeout_ms = (unsigned)(t * 1000);
     /* Retransmit four times per timeout, so one lost UDP packet costs a
      * quarter of it, not all of it. */
@@ -133,13 +150,13 @@ static int open_session(ipmi_ctx_t ctx, const struct site *s, const struct site_
 
     if (retrans_ms < IPMI_MIN_RETRANSMIT_MS)
         retrans_ms = IPMI_MIN_RETRANSMIT_MS;
-    if (h->bmc_lan15)
+    if (ih->lan15)
         return ipmi_ctx_open_outofband(
             ctx, h->bmc, h->bmc_user, h->bmc_password, IPMI_AUTHENTICATION_TYPE_MD5, IPMI_PRIV,
             timeout_ms, retrans_ms, IPMI_WORKAROUND_FLAGS_DEFAULT, IPMI_FLAGS_DEFAULT);
     return ipmi_ctx_open_outofband_2_0(
-        ctx, h->bmc, h->bmc_user, h->bmc_password, NULL, 0, IPMI_PRIV,
-        h->bmc_cipher ? h->bmc_cipher : IPMI_DEFAULT_CIPHER, timeout_ms, retrans_ms,
+        ctx, h->bmc, h->bmc_user, h->bmc_password, NULL, 0, IPMI_PRIV, ih->cipher, timeout_ms,
+        retrans_ms,
         open_priv ? IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE
                   : IPMI_WORKAROUND_FLAGS_DEFAULT,
         IPMI_FLAGS_DEFAULT);
@@ -158,7 +175,7 @@ static void describe_cc(struct ipmi_op *op, struct ipmi_fail *f)
         snprintf(f->cc, sizeof(f->cc), "%.*s", (int)sizeof(f->cc) - 1, buf);
 }
 
-static void try_once(const struct site *s, const struct site_host *h, struct ipmi_host *ih,
+static void try_once(const struct ipmi_engine *e, const struct site_host *h, struct ipmi_host *ih,
                      struct ipmi_op *op, struct ipmi_fail *f)
 {
     ipmi_ctx_t ctx = ipmi_ctx_create();
@@ -169,15 +186,15 @@ static void try_once(const struct site *s, const struct site_host *h, struct ipm
         f->local = -ENOMEM;
         return;
     }
-    r = open_session(ctx, s, h, ih->open_priv);
-    if (r < 0 && !h->bmc_lan15 && !ih->open_priv &&
+    r = open_session(ctx, e, h, ih, ih->open_priv);
+    if (r < 0 && !ih->lan15 && !ih->open_priv &&
         ipmi_ctx_errnum(ctx) == IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED) {
         ipmi_ctx_destroy(ctx);
         if (!(ctx = ipmi_ctx_create())) {
             f->local = -ENOMEM;
             return;
         }
-        r = open_session(ctx, s, h, true);
+        r = open_session(ctx, e, h, ih, true);
         if (r == 0)
             ih->open_priv = true;
     }
@@ -234,8 +251,9 @@ static bool refused(int errnum)
 }
 
 /* Report failure F of OP on host H after TRIES tries; returns -errno. */
-static int report(const struct site *s, const struct site_host *h, const struct ipmi_op *op,
-                  const struct ipmi_fail *f, unsigned tries, struct fleet_error *err)
+static int report(const struct ipmi_engine *e, const struct site_host *h,
+                  const struct ipmi_host *ih, const struct ipmi_op *op, const struct ipmi_fail *f,
+                  unsigned tries, struct fleet_error *err)
 {
     const char *why = ipmi_ctx_strerror(f->errnum);
 
@@ -252,7 +270,7 @@ static int report(const struct site *s, const struct site_host *h, const struct 
     case IPMI_ERR_SESSION_TIMEOUT:
     case IPMI_ERR_MESSAGE_TIMEOUT:
         fleet_error_set(err, "host %s: BMC %s does not answer (timeout %g s, %u tr%s)", h->name,
-                        h->bmc, bmc_timeout_s(s), tries, tries == 1 ? "y" : "ies");
+                        h->bmc, e->timeout_s, tries, tries == 1 ? "y" : "ies");
         return -EHOSTUNREACH;
     case IPMI_ERR_HOSTNAME_INVALID:
         fleet_error_set(err, "host %s: BMC address '%s' cannot be resolved", h->name, h->bmc);
@@ -265,7 +283,7 @@ static int report(const struct site *s, const struct site_host *h, const struct 
     case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
     case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
         fleet_error_set(err, "host %s: BMC %s does not offer IPMI 2.0 cipher suite %u (%s)",
-                        h->name, h->bmc, h->bmc_cipher ? h->bmc_cipher : IPMI_DEFAULT_CIPHER, why);
+                        h->name, h->bmc, ih->cipher, why);
         return -EPROTONOSUPPORT;
     case IPMI_ERR_COMMAND_INVALID_OR_UNSUPPORTED:
         fleet_error_set(err, "host %s: BMC %s does not support %s", h->name, h->bmc, op->what);
@@ -290,15 +308,14 @@ static int report(const struct site *s, const struct site_host *h, const struct 
                         priv ? "; the engine needs ADMINISTRATOR privilege" : "");
         return -EACCES;
     }
-    if (f->opening && h->bmc_lan15)
+    if (f->opening && ih->lan15)
         fleet_error_set(err, "host %s: BMC %s: cannot open an IPMI 1.5 session for %s: %s", h->name,
                         h->bmc, op->what, why);
     else if (f->opening)
         fleet_error_set(err,
                         "host %s: BMC %s: cannot open an IPMI 2.0 session (cipher suite %u) for "
                         "%s: %s",
-                        h->name, h->bmc, h->bmc_cipher ? h->bmc_cipher : IPMI_DEFAULT_CIPHER,
-                        op->what, why);
+                        h->name, h->bmc, ih->cipher, op->what, why);
     else
         fleet_error_set(err, "host %s: BMC %s failed %s: %s", h->name, h->bmc, op->what, why);
     return -EIO;
@@ -342,10 +359,10 @@ static int ipmi_call(struct ipmi_engine *e, size_t hi, struct ipmi_op *op, fiid_
     pthread_mutex_lock(&e->hosts[hi].lock);
     for (;;) {
         tries++;
-        try_once(s, h, &e->hosts[hi], op, &f);
+        try_once(e, h, &e->hosts[hi], op, &f);
         if (f.errnum == IPMI_ERR_SUCCESS && !f.local)
             break;
-        if (!retryable(&f) || tries > s->limits.bmc_retries)
+        if (!retryable(&f) || tries > e->retries)
             break;
         sleep_s(backoff);
         backoff *= 2;
@@ -355,7 +372,7 @@ static int ipmi_call(struct ipmi_engine *e, size_t hi, struct ipmi_op *op, fiid_
     op->rs = NULL;
     if (f.errnum == IPMI_ERR_SUCCESS && !f.local)
         return 0;
-    return report(s, h, op, &f, tries, err);
+    return report(e, h, &e->hosts[hi], op, &f, tries, err);
 }
 
 /* ---- the engine -------------------------------------------------------- */
@@ -430,11 +447,18 @@ int fx_ipmi_open(const struct site *site, struct fx_power **ret, struct fleet_er
         fleet_error_set(err, "ipmi: cannot initialise freeipmi's crypto library: %s", strerror(-r));
         return r;
     }
+    const struct ipmi_conf *c = fx_engine_conf(site, &fx_engine_ipmi);
     e = xcalloc(1, sizeof(*e));
     e->site = site;
+    e->timeout_s = c && c->timeout_s > 0 ? c->timeout_s : IPMI_DEFAULT_TIMEOUT_S;
+    e->retries = c && c->retries_set ? c->retries : IPMI_DEFAULT_RETRIES;
     e->hosts = xcalloc(site->n_hosts ? site->n_hosts : 1, sizeof(*e->hosts));
-    for (size_t i = 0; i < site->n_hosts; i++)
+    for (size_t i = 0; i < site->n_hosts; i++) {
+        const struct ipmi_host_conf *hc = c && i < c->n_hosts ? &c->hosts[i] : NULL;
         pthread_mutex_init(&e->hosts[i].lock, NULL);
+        e->hosts[i].cipher = hc && hc->cipher ? hc->cipher : IPMI_DEFAULT_CIPHER;
+        e->hosts[i].lan15 = hc && hc->lan15;
+    }
     e->pub = (struct fx_power){.name = "ipmi",
                                .status = ipmi_status,
                                .set = ipmi_set,
@@ -443,3 +467,106 @@ int fx_ipmi_open(const struct site *site, struct fx_power **ret, struct fleet_er
     *ret = &e->pub;
     return 0;
 }
+
+/* ---- fleet.ini ------------------------------------------------------------ */
+
+/* VAL as a number LO..HI (an integer when INTEGER), or -EINVAL and WHY. */
+static int ipmi_num(const char *key, const char *val, double lo, double hi, bool integer,
+                    double *ret, char *why, size_t size)
+{
+    double v;
+    if (parse_double(val, &v) < 0 || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
+        snprintf(why, size, "%s = '%.60s': want %s %g..%g", key, val,
+                 integer ? "an integer" : "a number", lo, hi);
+        return -EINVAL;
+    }
+    *ret = v;
+    return 0;
+}
+
+static struct ipmi_host_conf *ipmi_host_conf(struct ipmi_conf *c, size_t hi)
+{
+    if (hi >= c->n_hosts) {
+        c->hosts = xrealloc(c->hosts, (hi + 1) * sizeof(*c->hosts));
+        memset(c->hosts + c->n_hosts, 0, (hi + 1 - c->n_hosts) * sizeof(*c->hosts));
+        c->n_hosts = hi + 1;
+    }
+    return &c->hosts[hi];
+}
+
+static int ipmi_parse(void **conf, enum fx_where where, size_t hi, const char *key, const char *val,
+                      char *why, size_t size)
+{
+    struct ipmi_conf *c = *conf ? *conf : (*conf = xcalloc(1, sizeof(struct ipmi_conf)));
+    double v;
+    int r;
+    if (streq(key, "bmc_timeout_s"))
+        return ipmi_num(key, val, 0.1, 600, false, &c->timeout_s, why, size);
+    if (streq(key, "bmc_retries")) {
+        r = ipmi_num(key, val, 0, 1000, true, &v, why, size);
+        c->retries = r < 0 ? c->retries : (unsigned)v;
+        c->retries_set |= r == 0;
+        return r;
+    }
+    if (streq(key, "bmc_cipher")) {
+        r = ipmi_num(key, val, 0, 17, true, &v, why, size);
+        if (r == 0)
+            ipmi_host_conf(c, hi)->cipher = (unsigned)v;
+        return r;
+    }
+    /* bmc_protocol */
+    if (strcasecmp(val, "lanplus") != 0 && strcasecmp(val, "lan") != 0) {
+        snprintf(why, size, "bmc_protocol = '%.40s': want lanplus or lan", val);
+        return -EINVAL;
+    }
+    ipmi_host_conf(c, hi)->lan15 = strcasecmp(val, "lan") == 0;
+    return 0;
+}
+
+static void ipmi_conf_free(void *conf)
+{
+    struct ipmi_conf *c = conf;
+    if (c)
+        free(c->hosts);
+    free(c);
+}
+
+/* Every host has a BMC, a user and a password (or its file). */
+static int ipmi_check(const struct site *s, const void *conf, char *why, size_t size, int *line)
+{
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        const struct site_host *h = &s->hosts[i];
+        *line = h->line;
+        if (!h->bmc) {
+            snprintf(why, size, "[host %s] has no bmc = HOST[:PORT] (power = ipmi)", h->name);
+            return -EINVAL;
+        }
+        if (!h->bmc_user || !h->bmc_password_line) {
+            snprintf(why, size,
+                     "[host %s] needs bmc_user and bmc_password (or bmc_password_file) "
+                     "(power = ipmi)",
+                     h->name);
+            return -EINVAL;
+        }
+    }
+    *line = 0;
+    return 0;
+}
+
+static const struct fx_key ipmi_keys[] = {
+    {FX_IN_CONTROLLER, "bmc_timeout_s"},
+    {FX_IN_CONTROLLER, "bmc_retries"},
+    {FX_IN_HOST, "bmc_cipher"},
+    {FX_IN_HOST, "bmc_protocol"},
+    {0, NULL},
+};
+
+const struct fx_engine fx_engine_ipmi = {
+    .name = "ipmi",
+    .power = true,
+    .keys = ipmi_keys,
+    .parse = ipmi_parse,
+    .free_conf = ipmi_conf_free,
+    .check = ipmi_check,
+    .open_power = fx_ipmi_open,
+};

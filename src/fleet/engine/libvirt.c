@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -54,6 +55,26 @@ struct lv {
     const struct site *site;
     struct lv_host *hosts;
 };
+
+/* What fleet.ini says to the libvirt engine: [controller] migrate = and
+ * each host's migrate_uri =. */
+struct lv_conf {
+    bool managed;       /* migrate = managed; default p2p */
+    char **migrate_uri; /* [n_hosts]: where the migration stream goes
+                         * (VIR_MIGRATE_PARAM_URI, "tcp://10.0.0.2"); NULL: libvirt's choice */
+    size_t n_hosts;
+};
+
+static const struct lv_conf *lv_conf(const struct lv *lv)
+{
+    return fx_engine_conf(lv->site, &fx_engine_libvirt);
+}
+
+static const char *lv_host_migrate_uri(const struct lv *lv, size_t hi)
+{
+    const struct lv_conf *c = lv_conf(lv);
+    return c && hi < c->n_hosts ? c->migrate_uri[hi] : NULL;
+}
 
 /* ---- process-wide: libvirt's init, error printing and event loop -------- */
 
@@ -492,6 +513,15 @@ static int lv_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct flee
     struct lv_job *j = lv_job_new(lv_list_fn);
     j->conn = conn;
     r = lv_host_call(lv, hi, j, LV_CALL_TIMEOUT_S, "cannot list domains", err);
+    for (size_t i = 0; r == 0 && i < j->list.n; i++) {
+        char why[300];
+        if (fx_vm_name_check(j->list.v[i].name, why, sizeof(why)) < 0) {
+            fleet_error_set(err, "host %s (%s): %s; the list is refused", lv_host_name(lv, hi),
+                            lv_host_uri(lv, hi), why);
+            fx_list_free(&j->list);
+            r = -EINVAL;
+        }
+    }
     if (r == 0) {
         *ret = j->list;
         j->list = (struct fx_list){0};
@@ -676,14 +706,15 @@ static struct lv_job *lv_migrate_job(struct lv *lv, virDomainPtr dom, virConnect
     virDomainRef(dom);
     j->dom = dom;
     j->flags = LV_MIGRATE_FLAGS;
-    if (lv->site->migrate_mode == SITE_MIGRATE_MANAGED) {
+    const struct lv_conf *conf = lv_conf(lv);
+    if (conf && conf->managed) {
         j->dconn = dconn;
     } else {
         j->flags |= VIR_MIGRATE_PEER2PEER;
         j->uri = xstrdup(lv->site->hosts[dst].uri);
         virConnectClose(dconn);
     }
-    _cleanup_free_ char *muri = lv_migrate_uri(lv->site->hosts[dst].migrate_uri);
+    _cleanup_free_ char *muri = lv_migrate_uri(lv_host_migrate_uri(lv, dst));
     int max = 0;
     if (muri)
         virTypedParamsAddString(&j->params, &j->nparams, &max, VIR_MIGRATE_PARAM_URI, muri);
@@ -825,3 +856,65 @@ int fx_libvirt_open(const struct site *site, struct fx_vms **ret, struct fleet_e
     *ret = &lv->pub;
     return 0;
 }
+
+/* ---- fleet.ini ------------------------------------------------------------------ */
+
+static int lv_parse(void **conf, enum fx_where where, size_t hi, const char *key, const char *val,
+                    char *why, size_t size)
+{
+    struct lv_conf *c = *conf ? *conf : (*conf = xcalloc(1, sizeof(struct lv_conf)));
+    if (where == FX_IN_CONTROLLER) { /* migrate = p2p | managed */
+        if (strcasecmp(val, "p2p") != 0 && strcasecmp(val, "managed") != 0) {
+            snprintf(why, size, "%s = '%.40s': want p2p|managed", key, val);
+            return -EINVAL;
+        }
+        c->managed = strcasecmp(val, "managed") == 0;
+        return 0;
+    }
+    if (hi >= c->n_hosts) { /* migrate_uri = */
+        c->migrate_uri = xrealloc(c->migrate_uri, (hi + 1) * sizeof(*c->migrate_uri));
+        memset(c->migrate_uri + c->n_hosts, 0, (hi + 1 - c->n_hosts) * sizeof(*c->migrate_uri));
+        c->n_hosts = hi + 1;
+    }
+    free(c->migrate_uri[hi]);
+    c->migrate_uri[hi] = xstrdup(val);
+    return 0;
+}
+
+static void lv_conf_free(void *conf)
+{
+    struct lv_conf *c = conf;
+    for (size_t i = 0; c && i < c->n_hosts; i++)
+        free(c->migrate_uri[i]);
+    if (c)
+        free(c->migrate_uri);
+    free(c);
+}
+
+static int lv_check(const struct site *s, const void *conf, char *why, size_t size, int *line)
+{
+    for (size_t i = 0; i < s->n_hosts; i++)
+        if (!s->hosts[i].uri) {
+            snprintf(why, size,
+                     "[host %s] has no uri = (its libvirt URI, e.g. qemu+ssh://%s/system)",
+                     s->hosts[i].name, s->hosts[i].name);
+            *line = s->hosts[i].line;
+            return -EINVAL;
+        }
+    return 0;
+}
+
+static const struct fx_key lv_keys[] = {
+    {FX_IN_CONTROLLER, "migrate"},
+    {FX_IN_HOST, "migrate_uri"},
+    {0, NULL},
+};
+
+const struct fx_engine fx_engine_libvirt = {
+    .name = "libvirt",
+    .keys = lv_keys,
+    .parse = lv_parse,
+    .free_conf = lv_conf_free,
+    .check = lv_check,
+    .open_vms = fx_libvirt_open,
+};
