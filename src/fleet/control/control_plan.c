@@ -150,7 +150,8 @@ static void build_vms(struct controller *c, struct snapshot *sn)
         v->host = cv->host;
         v->dest = -1;
         v->alive = v->born = true;
-        double u = isnan(cv->util) ? 1.0 : cv->util; /* unknown: its whole size */
+        /* no rate yet: its last sample (from before a restart), else its whole size */
+        double u = !isnan(cv->util) ? cv->util : cv->hist_n ? cv->hist[0] : 1.0;
         v->req = u * v->mips * v->pes;
         v->hist_n = (uint8_t)(cv->hist_n < VM_HISTORY ? cv->hist_n : VM_HISTORY);
         memcpy(v->hist, cv->hist, v->hist_n * sizeof(double));

@@ -212,6 +212,11 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
     bool execute = !c->opt.dry_run && p.n > 0;
     if (execute)
         ctl_execute(c, &p);
+    if (!c->opt.dry_run) {
+        struct fleet_error err = {{0}};
+        if (ctl_history_save(c, c->now_unix_s, &err) < 0)
+            ctl_plan_note(&p, "%s: a restart will observe afresh", err.msg);
+    }
     p.observe_s = (double)(t1 - t0) / 1e9;
     p.plan_s = (double)(t2 - t1) / 1e9;
     p.execute_s = (double)(now_monotonic_ns() - t2) / 1e9;
