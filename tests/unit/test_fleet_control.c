@@ -33,8 +33,8 @@ struct fake {
     double load[NV];    /* CPU share 0..1 */
     uint64_t cpu[NV];   /* ns */
     int fail_migrate;   /* errno to return from the next migrations, 0: none */
-    int foreign_on;     /* a foreign domain appears on this host from the second list of
-                         * a tick on (the safety check's), -1: none */
+    int foreign_on;     /* a foreign domain appears on this host from the second list
+                         * of a tick on (the safety check's), -1: none */
     unsigned lists[NH]; /* list calls per host this tick */
     uint64_t t_ns;
     unsigned offs_with_vms; /* the invariant the test checks */
@@ -130,7 +130,7 @@ static void f_close_power(struct fx_power *x)
 
 #define INI_HEAD "[controller]\ninterval_s = 10\nvms = vm1, vm2, vm3, vm4\nstate_dir = "
 static const char *INI_TAIL = "\n"
-                              "policy = off_after=1\n"
+                              "policy = off_after=1,window=2\n"
                               "[type tiny]\n"
                               "cores = 2\nmips_per_core = 1000\nram_mb = 2048\n"
                               "power_w = 50,60,70,80,90,100,110,120,130,140,150\nboot_s = 5\n"
@@ -341,7 +341,8 @@ static void test_recovers_open_journal(void **state)
     FILE *f = fopen(path, "a");
     assert_non_null(f);
     /* a crash after "begin", before "end"; and a torn line */
-    fprintf(f, "1 1700000000.000 begin migrate vm=vm2 src=h2 dst=h1\n2 1700000001.0 beg");
+    fprintf(f, "1 1700000000.000 begin migrate vm=vm2 src=h2 dst=h1\n2 "
+               "1700000001.0 beg");
     fclose(f);
     open_controller(w);
     char buf[4096] = "";
@@ -461,6 +462,44 @@ static void test_journal_words(void **state)
 
 /* ---- the warm start (control_history.c) ------------------------------ */
 
+/* Parse fleet.ini again with POLICY, and open a controller on it. */
+static void use_policy(struct world *w, const char *policy)
+{
+    controller_close(w->c);
+    site_free(&w->site);
+    _cleanup_free_ char *ini = xasprintf("%s%s\npolicy = %s\n%s", INI_HEAD, w->dir, policy,
+                                         strchr(INI_TAIL + 1, '\n') + 1);
+    struct fleet_error err = {{0}};
+    if (site_parse(ini, strlen(ini), "test.ini", &w->site, &err) < 0)
+        fail_msg("site_parse: %s", err.msg);
+    open_controller(w);
+}
+
+/* One tick whose report (JSON) is returned. */
+static char *tick_report(struct world *w)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = w->out;
+    w->out = open_memstream(&text, &len);
+    assert_non_null(w->out);
+    tick(w);
+    fclose(w->out);
+    w->out = out;
+    return text;
+}
+
+static char *metrics_text(const struct controller *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    controller_metrics(c, f);
+    fclose(f);
+    return text;
+}
+
 static void restart(struct world *w)
 {
     controller_close(w->c);
@@ -524,7 +563,10 @@ static void test_history_round_trip(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     restart(w);
-    assert_true(w->c->hist_loaded >= 2);
+    unsigned have, need;
+    assert_true(ctl_warm(w->c, &have, &need));
+    assert_int_equal(have, 2);
+    assert_int_equal(need, 2);
     assert_string_equal(w->c->history_error, "");
     for (int v = 0; v < NV; v++) {
         const struct ctl_vm *after = &w->c->vm[ctl_vm_index(w->c, names[v], false)];
@@ -542,7 +584,7 @@ static void test_history_round_trip(void **state)
     struct fleet_error err = {{0}};
     struct ctl_options opt = {.dry_run = true};
     assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err), 0);
-    assert_true(w->c->hist_loaded >= 2);
+    assert_true(ctl_warm(w->c, NULL, NULL));
     struct stat st2;
     tick(w);
     assert_int_equal(stat(path, &st2), 0);
@@ -595,7 +637,7 @@ static void test_history_hostile_refused(void **state)
             fail_msg("case %zu: '%s' does not say '%s'", i, w->c->history_error, bad[i].why);
         assert_non_null(strstr(w->c->history_error, "starting cold"));
         assert_false(any_history(w->c));
-        assert_int_equal(w->c->hist_loaded, 0);
+        assert_false(ctl_warm(w->c, NULL, NULL));
     }
     /* the same file, ours and 0600: taken */
     restart(w);
@@ -603,7 +645,7 @@ static void test_history_hostile_refused(void **state)
     restart(w);
     assert_string_equal(w->c->history_error, "");
     assert_int_equal(w->c->vm[ctl_vm_index(w->c, "vm1", false)].hist_n, 2);
-    assert_int_equal(w->c->hist_loaded, 2);
+    assert_true(ctl_warm(w->c, NULL, NULL));
     /* owned by someone else */
     if (geteuid() == 0) {
         assert_int_equal(chown(path, 65534, 65534), 0);
@@ -683,7 +725,92 @@ static void test_history_too_old(void **state)
     assert_string_equal(w->c->history_error, "");
     assert_int_equal(w->c->vm[ctl_vm_index(w->c, "vm1", false)].hist_n, 0);
     assert_int_equal(w->c->vm[ctl_vm_index(w->c, "vm2", false)].hist_n, 2);
-    assert_int_equal(w->c->hist_loaded, 2);
+    unsigned have, need;
+    assert_true(ctl_warm(w->c, &have, &need));
+    assert_int_equal(have, 2);
+}
+
+/* The bug: a first tick with hosts off and no CPU history counted every
+ * VM at its whole size, switched hosts on and spread the VMs. Now it
+ * observes for the window (6 ticks here): nothing moves, nothing is
+ * switched on, and the plan, the JSON and the metrics say why. */
+static void test_observing_switches_nothing_on(void **state)
+{
+    struct world *w = *state;
+    for (int v = 0; v < NV; v++)
+        F->where[v] = 0;
+    F->on[1] = F->on[2] = false;
+    use_policy(w, "off_after=1,window=6");
+    _cleanup_free_ char *first = tick_report(w);
+    assert_non_null(strstr(first, "\"observing\":true,\"samples\":0,\"window\":6"));
+    assert_non_null(strstr(first, "observing: 0 of 6 samples since start; only overloads act "
+                                  "until 6"));
+    _cleanup_free_ char *m = metrics_text(w->c);
+    assert_non_null(strstr(m, "\nwatt_fleet_observing 1\n"));
+    for (int i = 1; i < 8; i++) {
+        tick(w);
+        assert_int_equal(hosts_on(), 1);
+        assert_int_equal(F->migrations, 0);
+    }
+    assert_true(ctl_warm(w->c, NULL, NULL));
+    free(m);
+    m = metrics_text(w->c);
+    assert_non_null(strstr(m, "\nwatt_fleet_observing 0\n"));
+    assert_non_null(strstr(m, "\nwatt_fleet_history_samples 6\n"));
+}
+
+/* An overload does not wait for the window: the first sample that shows
+ * one switches a host on, and the VMs are spread while still observing. */
+static void test_observing_overload_acts(void **state)
+{
+    struct world *w = *state;
+    for (int v = 0; v < NV; v++)
+        F->where[v] = 0;
+    F->on[1] = F->on[2] = false;
+    F->load[0] = F->load[1] = 1.0;
+    use_policy(w, "off_after=1,window=6");
+    tick(w); /* no rate yet: nothing known, nothing done */
+    assert_int_equal(hosts_on(), 1);
+    _cleanup_free_ char *second = tick_report(w);
+    assert_true(hosts_on() >= 2);
+    assert_non_null(strstr(second, "\"action\":\"power_on\""));
+    assert_non_null(strstr(second, "observing: 1 of 6 samples"));
+    for (int i = 0; i < 2; i++)
+        tick(w);
+    assert_false(ctl_warm(w->c, NULL, NULL));
+    assert_int_not_equal(F->where[0], F->where[1]);
+}
+
+/* A restart with fresh samples plans from them at once; without them
+ * (the file removed) the same fleet waits. */
+static void test_restart_with_history_acts_at_once(void **state)
+{
+    struct world *w = *state;
+    F->fail_migrate = ETIMEDOUT; /* warm, but nothing moves */
+    for (int i = 0; i < 3; i++)
+        tick(w);
+    assert_true(w->c->migrations_failed > 0);
+    assert_int_equal(F->migrations, 0);
+    F->fail_migrate = 0;
+    /* cold: the history gone */
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *path = xasprintf("%s/history", w->dir);
+    _cleanup_free_ char *keep = xasprintf("%s/history.keep", w->dir);
+    assert_int_equal(rename(path, keep), 0);
+    open_controller(w);
+    tick(w);
+    assert_int_equal(F->migrations, 0);
+    assert_false(ctl_warm(w->c, NULL, NULL));
+    /* warm: the same history back */
+    controller_close(w->c);
+    w->c = NULL;
+    assert_int_equal(rename(keep, path), 0);
+    open_controller(w);
+    _cleanup_free_ char *first = tick_report(w);
+    assert_true(F->migrations > 0);
+    assert_non_null(strstr(first, "\"observing\":false"));
+    assert_null(strstr(first, "observing:"));
 }
 
 int main(void)
@@ -705,6 +832,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_history_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_hostile_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_too_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_observing_switches_nothing_on, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_observing_overload_acts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_with_history_acts_at_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

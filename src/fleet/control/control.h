@@ -162,7 +162,27 @@ void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...) __attribute__((form
  * forecast demand plus spare they must cover, if host SKIP went off. */
 void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, double *ret_need);
 
-/* control_history.c: state_dir/history, the warm start. */
+/* control_history.c: state_dir/history, the warm start.
+ *
+ * The gate: the watt policy forecasts from a window of CPU samples per VM
+ * (fleet.ini's policy = window=N, default 12, at most CTL_HISTORY). A
+ * controller that has fewer samples than that (a first start, or a
+ * restart whose history is missing, refused or older than window x
+ * interval_s) only observes: no migration for consolidation, no host
+ * switched on or off, except to relieve a host whose observed demand is
+ * above the policy's over share. ctl_warm() says whether the window is
+ * full: RET_HAVE samples (those loaded from state_dir/history plus one
+ * per observation since the first), RET_NEED the window (either may be
+ * NULL). */
+bool ctl_warm(const struct controller *c, unsigned *ret_have, unsigned *ret_need);
+/* Drop from P what may not act while the controller observes (a no-op
+ * when warm), with notes that say so and what was held back. */
+void ctl_warm_gate(struct controller *c, struct ctl_plan *p);
+/* A VM's CPU demand now, share of its vCPUs 0..1: its rate this tick; else
+ * its last sample (one from before a restart); else, with no sample at
+ * all, 0 while observing (it must not switch hosts on) and its whole size
+ * (1) once warm (a new VM). */
+double ctl_vm_demand(const struct controller *c, const struct ctl_vm *v);
 /* Add a sample U (0..1) taken at T_UNIX_S, most recent first. */
 void ctl_history_push(struct ctl_vm *v, double u, double t_unix_s);
 /* Read state_dir/history into the VMs (adding those not known yet), keeping

@@ -38,6 +38,87 @@
 #define MAX_VMS   1000000
 #define DAY_S     86400.0
 
+/* ---- the gate -------------------------------------------------------- */
+
+bool ctl_warm(const struct controller *c, unsigned *ret_have, unsigned *ret_need)
+{
+    struct fleet_watt_params wp;
+    ctl_policy_params(c, &wp);
+    unsigned need = wp.window < CTL_HISTORY ? (unsigned)wp.window : CTL_HISTORY;
+    unsigned long have = c->hist_loaded + (c->observations ? c->observations - 1 : 0);
+    if (have > need)
+        have = need;
+    if (ret_have)
+        *ret_have = (unsigned)have;
+    if (ret_need)
+        *ret_need = need;
+    return have >= need;
+}
+
+double ctl_vm_demand(const struct controller *c, const struct ctl_vm *v)
+{
+    if (!isnan(v->util))
+        return v->util;
+    if (v->hist_n)
+        return v->hist[0];
+    return ctl_warm(c, NULL, NULL) ? 1.0 : 0.0;
+}
+
+/* Per host on: whether its sampled demand now is above the policy's OVER
+ * share of its capacity (a VM with no sample counts for nothing). */
+static bool overloads(const struct controller *c, double over, bool *ret)
+{
+    const struct site *s = c->site;
+    _cleanup_free_ double *demand = xcalloc(s->n_hosts ? s->n_hosts : 1, sizeof(double));
+    for (size_t i = 0; i < c->n_vm; i++) {
+        const struct ctl_vm *v = &c->vm[i];
+        if (v->host >= 0 && v->copies == 1 && (!isnan(v->util) || v->hist_n))
+            demand[v->host] += ctl_vm_demand(c, v) * s->limits.vm_mips * (v->vcpus ? v->vcpus : 1);
+    }
+    bool any = false;
+    for (size_t hi = 0; hi < s->n_hosts; hi++) {
+        double cap = fleet_host_type_mips(&s->types.types[s->hosts[hi].type]);
+        ret[hi] = c->hosts[hi].state == CTL_ON && demand[hi] > cap * over;
+        any |= ret[hi];
+    }
+    return any;
+}
+
+void ctl_warm_gate(struct controller *c, struct ctl_plan *p)
+{
+    unsigned have, need;
+    if (ctl_warm(c, &have, &need))
+        return;
+    const struct site *s = c->site;
+    struct fleet_watt_params wp;
+    ctl_policy_params(c, &wp);
+    _cleanup_free_ bool *over = xcalloc(s->n_hosts ? s->n_hosts : 1, sizeof(bool));
+    bool any = overloads(c, wp.over, over);
+    if (c->history_error[0])
+        ctl_plan_note(p, "%s", c->history_error);
+    ctl_plan_note(p, "observing: %u of %u samples since start; only overloads act until %u", have,
+                  need, need);
+    /* relief of an overloaded host, and the hosts it may need, go on */
+    struct strbuf held = {0};
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct ctl_action *a = &p->v[i];
+        if ((a->kind == CTL_MIGRATE && over[a->src]) || (a->kind == CTL_POWER_ON && any)) {
+            p->v[k++] = *a;
+            continue;
+        }
+        if (a->kind == CTL_MIGRATE)
+            strbuf_appendf(&held, "%smigrate %s %s -> %s", held.len ? ", " : "", c->vm[a->vm].name,
+                           s->hosts[a->src].name, s->hosts[a->dst].name);
+        else if (a->kind == CTL_POWER_ON)
+            strbuf_appendf(&held, "%sswitch on %s", held.len ? ", " : "", s->hosts[a->host].name);
+    }
+    p->n = k;
+    if (held.len)
+        ctl_plan_note(p, "observing: held back %s", strbuf_str(&held));
+    strbuf_free(&held);
+}
+
 /* ---- samples --------------------------------------------------------- */
 
 void ctl_history_push(struct ctl_vm *v, double u, double t_unix_s)

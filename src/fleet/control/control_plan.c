@@ -150,8 +150,7 @@ static void build_vms(struct controller *c, struct snapshot *sn)
         v->host = cv->host;
         v->dest = -1;
         v->alive = v->born = true;
-        /* no rate yet: its last sample (from before a restart), else its whole size */
-        double u = !isnan(cv->util) ? cv->util : cv->hist_n ? cv->hist[0] : 1.0;
+        double u = ctl_vm_demand(c, cv); /* unknown: control_history.c */
         v->req = u * v->mips * v->pes;
         v->hist_n = (uint8_t)(cv->hist_n < VM_HISTORY ? cv->hist_n : VM_HISTORY);
         memcpy(v->hist, cv->hist, v->hist_n * sizeof(double));
@@ -315,6 +314,7 @@ int ctl_plan_make(struct controller *c, struct ctl_plan *ret)
         before[hi] = sn.s.hosts[hi].power;
     watt_optimize(&sn.s);
     collect(c, &sn, before, &p);
+    ctl_warm_gate(c, &p); /* with too few samples, only overloads act */
     limit(c, &p);
     ctl_capacity(c, -1, &p.capacity_on_mips, &p.forecast_mips);
     snapshot_free(&sn);
