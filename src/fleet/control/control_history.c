@@ -304,6 +304,8 @@ static int cmp_entry(const void *a, const void *b)
  * compared by name. Sorts P->v. */
 static int no_twice(struct parsed *p, const char *path, struct fleet_error *err)
 {
+    if (p->n < 2)
+        return 0; /* and qsort() takes no NULL array, even empty */
     qsort(p->v, p->n, sizeof(*p->v), cmp_entry);
     for (size_t i = 1; i < p->n; i++)
         for (size_t k = i; k-- > 0 && p->v[k].hash == p->v[i].hash;) {
