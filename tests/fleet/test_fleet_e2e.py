@@ -17,7 +17,9 @@ Phases: pack at low load (two hosts switched off); spread when two VMs get
 busy (a host switched on); a migration that times out (a guest that dirties
 its memory faster than the capped migration bandwidth: aborted, the VM
 stays); the source libvirt daemon killed during a migration; a BMC that
-stops answering; a controller restarted from its journal. Bad input: an
+stops answering; a controller restarted from its journal; a controller
+restarted on the packed fleet at low load, with and without its CPU
+history (state_dir/history), moves nothing. Bad input: an
 unreachable host, wrong BMC credentials, a VM that does not exist, a host
 with less memory than fleet.ini says.
 """
@@ -302,6 +304,51 @@ def phase_bmc_mute(lab, ctl, watch):
     check(ok, f"BMC of {h} answers again: its state is known again")
 
 
+def restart(lab, ctl, watch, config, metrics, cold, n):
+    """Stop CTL just after a tick (its state_dir/history is then fresh),
+    start another (without the history when COLD) and watch N ticks.
+    Returns the new controller, its ticks, the power-ons and migrations it
+    did, and whether the fleet is where it was."""
+    watch.tick(ctl.next_tick(timeout=60))
+    ctl.stop()
+    history = os.path.join(os.path.dirname(watch.journal), "history")
+    with open(history) as f:
+        first = f.readline()
+    if cold:
+        os.unlink(history)
+    before, off = lab.where(), hosts_off(lab)
+    ctl = Controller(config, metrics)
+    ticks = []
+    for _ in range(n):
+        t = ctl.next_tick(timeout=60)
+        watch.tick(t)
+        ticks.append(t or {})
+    acts = [f"{a['action']} {a.get('vm', a.get('host'))}" for t in ticks
+            for a in t.get("actions", []) if a["action"] in ("power_on", "migrate")]
+    return ctl, ticks, acts, first == "watt-fleet-history 1\n" and (before, off) == (
+        lab.where(), hosts_off(lab))
+
+
+def phase_restart(lab, ctl, watch, config, metrics):
+    """Stop and start the controller on a packed fleet at low load (issue
+    14). The old code had no CPU sample on its first tick and counted every
+    VM at its whole size: it switched the hosts on and spread the VMs. With
+    state_dir/history the new one plans from the samples at once; without
+    it observes for the window (2 ticks here). Either way nothing moves."""
+    ctl, ticks, acts, same = restart(lab, ctl, watch, config, metrics, False, 3)
+    check(same and not acts and ticks[0].get("observing") is False,
+          f"restart with state_dir/history on a packed fleet: planned from it at once "
+          f"(observing {[t.get('observing') for t in ticks]}), no host switched on, no VM "
+          f"moved ({acts}; {lab.where()}, off: {hosts_off(lab)})")
+    ctl, ticks, acts, same = restart(lab, ctl, watch, config, metrics, True, 4)
+    notes = [" ".join(t.get("notes", [])) for t in ticks]
+    check(same and not acts and "observing: 0 of 2 samples" in notes[0] and
+          "observing: 1 of 2 samples" in notes[1] and ticks[-1].get("observing") is False,
+          f"restart without state_dir/history: observes for the window, no host switched on, "
+          f"no VM moved ({acts}; {[n[:60] for n in notes]}; off: {hosts_off(lab)})")
+    return ctl
+
+
 def bad_input(lab, tmp, state_dir):
     def plan(text, name):
         path = os.path.join(tmp, name)
@@ -377,10 +424,13 @@ def main():
         before = lab.where()
         p = subprocess.run([WATT, "fleet", "plan", "--config", config, "--sample", "2"],
                            capture_output=True, text=True, timeout=120)
-        check(p.returncode == 0 and re.search(r"plan: migrate vm\d h\d -> h\d", p.stdout) and
+        # no controller ran yet: no state_dir/history, one sample of the
+        # window's two, so the plan observes and names what it holds back
+        check(p.returncode == 0 and "observing: 1 of 2 samples" in p.stdout and
+              re.search(r"held back migrate vm\d h\d -> h\d", p.stdout) and
               lab.where() == before and not os.path.exists(journal),
-              f"watt fleet plan: migrations planned, nothing executed, no journal "
-              f"({p.stdout.strip()[-300:]} {p.stderr.strip()[:200]})")
+              f"watt fleet plan: migrations planned (held back while observing), nothing "
+              f"executed, no journal ({p.stdout.strip()[-300:]} {p.stderr.strip()[:200]})")
         bad_input(lab, tmp, state_dir)
 
         ctl = Controller(config, metrics)
@@ -410,6 +460,7 @@ def main():
                 lab.set_load(vm, "idle")
                 lab.limit_migration(vm, 0)
             phase_pack(lab, ctl, watch)
+            ctl = phase_restart(lab, ctl, watch, config, metrics)
         finally:
             ctl.stop()
         check(not watch.bad, f"invariants held at all {watch.ticks} ticks ({watch.bad[:3]})")

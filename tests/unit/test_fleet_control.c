@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -32,8 +33,8 @@ struct fake {
     double load[NV];    /* CPU share 0..1 */
     uint64_t cpu[NV];   /* ns */
     int fail_migrate;   /* errno to return from the next migrations, 0: none */
-    int foreign_on;     /* a foreign domain appears on this host from the second list of
-                         * a tick on (the safety check's), -1: none */
+    int foreign_on;     /* a foreign domain appears on this host from the second list
+                         * of a tick on (the safety check's), -1: none */
     unsigned lists[NH]; /* list calls per host this tick */
     uint64_t t_ns;
     unsigned offs_with_vms; /* the invariant the test checks */
@@ -129,7 +130,7 @@ static void f_close_power(struct fx_power *x)
 
 #define INI_HEAD "[controller]\ninterval_s = 10\nvms = vm1, vm2, vm3, vm4\nstate_dir = "
 static const char *INI_TAIL = "\n"
-                              "policy = off_after=1\n"
+                              "policy = off_after=1,window=2\n"
                               "[type tiny]\n"
                               "cores = 2\nmips_per_core = 1000\nram_mb = 2048\n"
                               "power_w = 50,60,70,80,90,100,110,120,130,140,150\nboot_s = 5\n"
@@ -340,7 +341,8 @@ static void test_recovers_open_journal(void **state)
     FILE *f = fopen(path, "a");
     assert_non_null(f);
     /* a crash after "begin", before "end"; and a torn line */
-    fprintf(f, "1 1700000000.000 begin migrate vm=vm2 src=h2 dst=h1\n2 1700000001.0 beg");
+    fprintf(f, "1 1700000000.000 begin migrate vm=vm2 src=h2 dst=h1\n2 "
+               "1700000001.0 beg");
     fclose(f);
     open_controller(w);
     char buf[4096] = "";
@@ -458,6 +460,360 @@ static void test_journal_words(void **state)
     assert_int_equal(ctl_journal_unword("123456789", out, sizeof(out)), -ENAMETOOLONG);
 }
 
+/* ---- the warm start (control_history.c) ------------------------------ */
+
+/* Parse fleet.ini again with POLICY, and open a controller on it. */
+static void use_policy(struct world *w, const char *policy)
+{
+    controller_close(w->c);
+    site_free(&w->site);
+    _cleanup_free_ char *ini = xasprintf("%s%s\npolicy = %s\n%s", INI_HEAD, w->dir, policy,
+                                         strchr(INI_TAIL + 1, '\n') + 1);
+    struct fleet_error err = {{0}};
+    if (site_parse(ini, strlen(ini), "test.ini", &w->site, &err) < 0)
+        fail_msg("site_parse: %s", err.msg);
+    open_controller(w);
+}
+
+/* One tick whose report (JSON) is returned. */
+static char *tick_report(struct world *w)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = w->out;
+    w->out = open_memstream(&text, &len);
+    assert_non_null(w->out);
+    tick(w);
+    fclose(w->out);
+    w->out = out;
+    return text;
+}
+
+static char *metrics_text(const struct controller *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    controller_metrics(c, f);
+    fclose(f);
+    return text;
+}
+
+static void restart(struct world *w)
+{
+    controller_close(w->c);
+    w->c = NULL;
+    open_controller(w);
+}
+
+/* CRC-32 (IEEE), bit by bit: not the controller's code. */
+static uint32_t crc32_ref(const char *s, size_t len)
+{
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (unsigned char)s[i];
+        for (int b = 0; b < 8; b++)
+            crc = crc & 1 ? (crc >> 1) ^ 0xedb88320u : crc >> 1;
+    }
+    return ~crc;
+}
+
+/* state_dir/history with BODY (its VM lines) and a right end line. */
+static void write_history(struct world *w, const char *body, mode_t mode)
+{
+    _cleanup_free_ char *path = xasprintf("%s/history", w->dir);
+    _cleanup_free_ char *head = xasprintf("watt-fleet-history 1\n%s", body);
+    size_t n = 0;
+    for (const char *p = body; (p = strstr(p, "vm ")) && (p == body || p[-1] == '\n'); p++)
+        n++;
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%send %zu crc32=%08x\n", head, n, crc32_ref(head, strlen(head)));
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static bool any_history(const struct controller *c)
+{
+    for (size_t i = 0; i < c->n_vm; i++)
+        if (c->vm[i].hist_n)
+            return true;
+    return false;
+}
+
+/* What a controller saves, a restarted one reads back: every VM's samples
+ * and their times, in a file of its own (0600, replaced by rename). */
+static void test_history_round_trip(void **state)
+{
+    struct world *w = *state;
+    F->load[2] = 0.5;
+    for (int i = 0; i < 4; i++)
+        tick(w);
+    struct ctl_vm before[NV];
+    for (int v = 0; v < NV; v++) {
+        int32_t vi = ctl_vm_index(w->c, names[v], false);
+        assert_true(vi >= 0);
+        before[v] = w->c->vm[vi];
+        assert_true(before[v].hist_n >= 2); /* ticks 2, 3 and 4; a VM moved has one less */
+    }
+    _cleanup_free_ char *path = xasprintf("%s/history", w->dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    restart(w);
+    unsigned have, need;
+    assert_true(ctl_warm(w->c, &have, &need));
+    assert_int_equal(have, 2);
+    assert_int_equal(need, 2);
+    assert_string_equal(w->c->history_error, "");
+    for (int v = 0; v < NV; v++) {
+        const struct ctl_vm *after = &w->c->vm[ctl_vm_index(w->c, names[v], false)];
+        assert_int_equal(after->hist_n, before[v].hist_n);
+        for (unsigned k = 0; k < after->hist_n; k++) {
+            assert_true(fabs(after->hist[k] - before[v].hist[k]) < 1e-6);
+            assert_true(fabs(after->hist_t[k] - before[v].hist_t[k]) < 1e-3);
+        }
+        assert_true(fabs(after->seen_unix_s - before[v].seen_unix_s) < 1e-3);
+    }
+    assert_true(fabs(w->c->vm[ctl_vm_index(w->c, "vm3", false)].hist[0] - 0.5) < 1e-6);
+    /* a dry run reads it and writes nothing */
+    controller_close(w->c);
+    assert_int_equal(stat(path, &st), 0);
+    struct fleet_error err = {{0}};
+    struct ctl_options opt = {.dry_run = true};
+    assert_int_equal(controller_open_engines(&w->site, &opt, &F->vms, &F->power, &w->c, &err), 0);
+    assert_true(ctl_warm(w->c, NULL, NULL));
+    struct stat st2;
+    tick(w);
+    assert_int_equal(stat(path, &st2), 0);
+    assert_int_equal(st2.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+    assert_int_equal(st2.st_ino, st.st_ino);
+}
+
+/* A file that is not the controller's own, or not what it writes, is
+ * refused with its name and line, and the controller starts cold. */
+static void test_history_hostile_refused(void **state)
+{
+    struct world *w = *state;
+    _cleanup_free_ char *path = xasprintf("%s/history", w->dir);
+    double now = (double)now_realtime_ns() / 1e9;
+    _cleanup_free_ char *good =
+        xasprintf("vm vm1 %.3f 2 %.3f:0.100000 %.3f:0.200000\n", now, now, now - 10);
+    _cleanup_free_ char *twice = xasprintf("%s%s", good, good);
+    _cleanup_free_ char *ahead = xasprintf("vm vm1 %.3f 2 %.3f:0.1 %.3f:0.2\n", now, now - 10, now);
+    _cleanup_free_ char *over1 = xasprintf("vm vm1 %.3f 1 %.3f:1.5\n", now, now);
+    _cleanup_free_ char *nan = xasprintf("vm vm1 %.3f 1 %.3f:nan\n", now, now);
+    _cleanup_free_ char *more = xasprintf("vm vm1 %.3f 1 %.3f:0.1 %.3f:0.1\n", now, now, now);
+    _cleanup_free_ char *neg = xasprintf("vm vm1 %.3f 1 -%.3f:0.1\n", now, now);
+    _cleanup_free_ char *n31 = xasprintf("vm vm1 %.3f 31 %.3f:0.1\n", now, now);
+    _cleanup_free_ char *blank = xasprintf("vm  vm1 %.3f 1 %.3f:0.1\n", now, now);
+    _cleanup_free_ char *esc = xasprintf("vm vm%%zz %.3f 1 %.3f:0.1\n", now, now);
+    const struct {
+        const char *body;
+        mode_t mode;
+        const char *why;
+    } bad[] = {
+        {good, 0620, "is writable by its group (mode 0620)"},
+        {good, 0602, "is writable by others (mode 0602)"},
+        {twice, 0600, "history line 3: this VM has a line already"},
+        {ahead, 0600, "history line 2: samples not most recent first"},
+        {over1, 0600, "history line 2: a sample: time not positive, or share above 1"},
+        {nan, 0600, "history line 2: a sample: want TIME:SHARE"},
+        {more, 0600, "history line 2: more samples than N"},
+        {neg, 0600, "history line 2: a sample: want TIME:SHARE"},
+        {n31, 0600, "history line 2: N: want 1 to 30 samples"},
+        {blank, 0600, "history line 2: no VM name"},
+        {esc, 0600, "history line 2: not a VM name"},
+        {"rubbish\n", 0600, "history line 2: want 'vm NAME"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        controller_close(w->c);
+        w->c = NULL;
+        write_history(w, bad[i].body, bad[i].mode);
+        open_controller(w);
+        if (!strstr(w->c->history_error, bad[i].why) || !strstr(w->c->history_error, path))
+            fail_msg("case %zu: '%s' does not say '%s'", i, w->c->history_error, bad[i].why);
+        assert_non_null(strstr(w->c->history_error, "starting cold"));
+        assert_false(any_history(w->c));
+        assert_false(ctl_warm(w->c, NULL, NULL));
+    }
+    /* the same file, ours and 0600: taken */
+    restart(w);
+    write_history(w, good, 0600);
+    restart(w);
+    assert_string_equal(w->c->history_error, "");
+    assert_int_equal(w->c->vm[ctl_vm_index(w->c, "vm1", false)].hist_n, 2);
+    assert_true(ctl_warm(w->c, NULL, NULL));
+    /* owned by someone else */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        restart(w);
+        assert_non_null(strstr(w->c->history_error, "is owned by uid 65534, not by root or by us"));
+        assert_false(any_history(w->c));
+    }
+    /* damaged bytes: the checksum, a NUL, the end line, a cut file, a link */
+    static const char *const damage[][2] = {
+        {"0.100000", "history line 3: the checksum does not match"},
+        {"vm vm1", "history line 2: a NUL byte"},
+        {"end 1", "history line 3: N is not the count of VM lines"},
+        {"crc32=", "history line 3: want 'end N crc32=X'"},
+        {"", "line 1: empty, or the last line is cut short"},
+    };
+    for (size_t i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
+        controller_close(w->c);
+        w->c = NULL;
+        write_history(w, good, 0600);
+        char buf[512];
+        FILE *f = fopen(path, "r+");
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = '\0';
+        char *at = i == 4 ? buf + n - 1 : strstr(buf, damage[i][0]);
+        assert_non_null(at);
+        if (i == 0)
+            at[2] = '2'; /* 0.1 -> 0.2: still a good line */
+        else if (i == 1)
+            at[2] = '\0';
+        else if (i == 2)
+            at[4] = '2';
+        else if (i == 3)
+            at[6] = 'X';
+        else
+            *at = ' '; /* the last newline: cut short */
+        rewind(f);
+        fwrite(buf, 1, n, f);
+        fclose(f);
+        open_controller(w);
+        if (!strstr(w->c->history_error, damage[i][1]))
+            fail_msg("damage %zu: '%s' does not say '%s'", i, w->c->history_error, damage[i][1]);
+        assert_false(any_history(w->c));
+    }
+    controller_close(w->c);
+    w->c = NULL;
+    unlink(path);
+    _cleanup_free_ char *other = xasprintf("%s/other", w->dir);
+    write_history(w, good, 0600);
+    assert_int_equal(rename(path, other), 0);
+    assert_int_equal(symlink(other, path), 0);
+    open_controller(w);
+    assert_non_null(strstr(w->c->history_error, "a symbolic link, refused"));
+    assert_false(any_history(w->c));
+    /* refused, and then replaced by the next tick's */
+    tick(w);
+    tick(w);
+    restart(w);
+    assert_string_equal(w->c->history_error, "");
+    assert_true(any_history(w->c));
+}
+
+/* Samples older than the window x interval_s are not planned from. */
+static void test_history_too_old(void **state)
+{
+    struct world *w = *state;
+    struct fleet_watt_params wp;
+    struct fleet_error perr;
+    assert_int_equal(ctl_policy_params(&w->site, &wp, &perr), 0);
+    double now = (double)now_realtime_ns() / 1e9, max = wp.window * 10;
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *body = xasprintf("vm vm1 %.3f 2 %.3f:0.1 %.3f:0.1\n"
+                                          "vm vm2 %.3f 3 %.3f:0.1 %.3f:0.1 %.3f:0.1\n",
+                                          now - max - 5, now - max - 5, now - max - 15, now, now,
+                                          now - max / 2, now - max - 10);
+    write_history(w, body, 0600);
+    open_controller(w);
+    assert_string_equal(w->c->history_error, "");
+    assert_int_equal(w->c->vm[ctl_vm_index(w->c, "vm1", false)].hist_n, 0);
+    assert_int_equal(w->c->vm[ctl_vm_index(w->c, "vm2", false)].hist_n, 2);
+    unsigned have, need;
+    assert_true(ctl_warm(w->c, &have, &need));
+    assert_int_equal(have, 2);
+}
+
+/* The bug: a first tick with hosts off and no CPU history counted every
+ * VM at its whole size, switched hosts on and spread the VMs. Now it
+ * observes for the window (6 ticks here): nothing moves, nothing is
+ * switched on, and the plan, the JSON and the metrics say why. */
+static void test_observing_switches_nothing_on(void **state)
+{
+    struct world *w = *state;
+    for (int v = 0; v < NV; v++)
+        F->where[v] = 0;
+    F->on[1] = F->on[2] = false;
+    use_policy(w, "off_after=1,window=6");
+    _cleanup_free_ char *first = tick_report(w);
+    assert_non_null(strstr(first, "\"observing\":true,\"samples\":0,\"window\":6"));
+    assert_non_null(strstr(first, "observing: 0 of 6 samples since start; only overloads act "
+                                  "until 6"));
+    _cleanup_free_ char *m = metrics_text(w->c);
+    assert_non_null(strstr(m, "\nwatt_fleet_observing 1\n"));
+    for (int i = 1; i < 8; i++) {
+        tick(w);
+        assert_int_equal(hosts_on(), 1);
+        assert_int_equal(F->migrations, 0);
+    }
+    assert_true(ctl_warm(w->c, NULL, NULL));
+    free(m);
+    m = metrics_text(w->c);
+    assert_non_null(strstr(m, "\nwatt_fleet_observing 0\n"));
+    assert_non_null(strstr(m, "\nwatt_fleet_history_samples 6\n"));
+}
+
+/* An overload does not wait for the window: the first sample that shows
+ * one switches a host on, and the VMs are spread while still observing. */
+static void test_observing_overload_acts(void **state)
+{
+    struct world *w = *state;
+    for (int v = 0; v < NV; v++)
+        F->where[v] = 0;
+    F->on[1] = F->on[2] = false;
+    F->load[0] = F->load[1] = 1.0;
+    use_policy(w, "off_after=1,window=6");
+    tick(w); /* no rate yet: nothing known, nothing done */
+    assert_int_equal(hosts_on(), 1);
+    _cleanup_free_ char *second = tick_report(w);
+    assert_true(hosts_on() >= 2);
+    assert_non_null(strstr(second, "\"action\":\"power_on\""));
+    assert_non_null(strstr(second, "observing: 1 of 6 samples"));
+    for (int i = 0; i < 2; i++)
+        tick(w);
+    assert_false(ctl_warm(w->c, NULL, NULL));
+    assert_int_not_equal(F->where[0], F->where[1]);
+}
+
+/* A restart with fresh samples plans from them at once; without them
+ * (the file removed) the same fleet waits. */
+static void test_restart_with_history_acts_at_once(void **state)
+{
+    struct world *w = *state;
+    F->fail_migrate = ETIMEDOUT; /* warm, but nothing moves */
+    for (int i = 0; i < 3; i++)
+        tick(w);
+    assert_true(w->c->migrations_failed > 0);
+    assert_int_equal(F->migrations, 0);
+    F->fail_migrate = 0;
+    /* cold: the history gone */
+    controller_close(w->c);
+    w->c = NULL;
+    _cleanup_free_ char *path = xasprintf("%s/history", w->dir);
+    _cleanup_free_ char *keep = xasprintf("%s/history.keep", w->dir);
+    assert_int_equal(rename(path, keep), 0);
+    open_controller(w);
+    tick(w);
+    assert_int_equal(F->migrations, 0);
+    assert_false(ctl_warm(w->c, NULL, NULL));
+    /* warm: the same history back */
+    controller_close(w->c);
+    w->c = NULL;
+    assert_int_equal(rename(keep, path), 0);
+    open_controller(w);
+    _cleanup_free_ char *first = tick_report(w);
+    assert_true(F->migrations > 0);
+    assert_non_null(strstr(first, "\"observing\":false"));
+    assert_null(strstr(first, "observing:"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -474,6 +830,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_journal_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_controller_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_hostile_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_too_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_observing_switches_nothing_on, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_observing_overload_acts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_with_history_acts_at_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

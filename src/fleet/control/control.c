@@ -194,17 +194,16 @@ static void host_state(struct controller *c, struct ctl_host *h)
 
 /* A VM's CPU share since its last sample on the same host (a migration
  * starts a new process, whose counter starts again). */
-static void vm_sample(struct ctl_vm *v, const struct fx_domain *d, uint64_t t_ns, int32_t hi)
+static void vm_sample(struct ctl_vm *v, const struct fx_domain *d, uint64_t t_ns, int32_t hi,
+                      double now_unix_s)
 {
     v->vcpus = d->vcpus ? d->vcpus : 1;
     v->mem_mb = (double)d->mem_kib / 1024.0;
+    v->seen_unix_s = now_unix_s;
     if (v->prev_host == hi && v->prev_t_ns && t_ns > v->prev_t_ns && d->cpu_ns >= v->prev_cpu_ns) {
         double u = (double)(d->cpu_ns - v->prev_cpu_ns) / (double)(t_ns - v->prev_t_ns) / v->vcpus;
         v->util = u < 0 ? 0 : (u > 1 ? 1 : u);
-        memmove(v->hist + 1, v->hist, (ARRAY_SIZE(v->hist) - 1) * sizeof(double));
-        v->hist[0] = v->util;
-        if (v->hist_n < ARRAY_SIZE(v->hist))
-            v->hist_n++;
+        ctl_history_push(v, v->util, now_unix_s);
     }
     v->prev_host = hi;
     v->prev_cpu_ns = d->cpu_ns;
@@ -230,7 +229,7 @@ static void place_vms(struct controller *c)
             v->copies++;
             v->host = (int32_t)hi;
             v->seen_on = (int32_t)hi;
-            vm_sample(v, d, h->doms.t_ns, (int32_t)hi);
+            vm_sample(v, d, h->doms.t_ns, (int32_t)hi, c->now_unix_s);
         }
     }
 }
@@ -245,6 +244,8 @@ static void count_migration(void *ctx, const char *vm)
 
 void ctl_observe(struct controller *c)
 {
+    c->now_unix_s = (double)now_realtime_ns() / 1e9;
+    c->observations++;
     observe_all_hosts(c);
     for (size_t hi = 0; hi < c->site->n_hosts; hi++)
         host_state(c, &c->hosts[hi]);
@@ -365,6 +366,11 @@ int controller_open_engines(const struct site *site, const struct ctl_options *o
         controller_close(c);
         return r;
     }
+    /* the CPU samples of before a restart; refused: a cold start, said in
+     * the plan's notes while the controller observes */
+    struct fleet_error herr = {{0}};
+    if (ctl_history_load(c, (double)now_realtime_ns() / 1e9, &herr) < 0)
+        snprintf(c->history_error, sizeof(c->history_error), "%.500s; starting cold", herr.msg);
     if (!opt->dry_run)
         recover(c);
     *ret = c;

@@ -5,7 +5,9 @@
  *
  * Files: control.c (state, observation, host states), control_plan.c
  * (the policy on a snapshot of the real fleet), control_act.c (actions,
- * safety checks, verification), control_journal.c (the journal). */
+ * safety checks, verification), control_journal.c (the journal),
+ * control_history.c (the CPU samples kept across restarts, and the gate
+ * that makes a controller without them observe before it consolidates). */
 #pragma once
 
 #include <stdbool.h>
@@ -45,6 +47,10 @@ struct ctl_host {
     char err[640];           /* the last error, "" none */
 };
 
+/* CPU samples kept per VM: CloudSim's history length, as the simulator's
+ * VM_HISTORY; the watt policy's window is capped at it. */
+#define CTL_HISTORY 30
+
 struct ctl_vm {
     char name[FLEET_NAME_MAX * 2];
     int32_t host;    /* where it is active now, -1: not seen */
@@ -55,8 +61,10 @@ struct ctl_vm {
     int32_t prev_host;
     unsigned vcpus;
     double mem_mb;
-    double hist[30]; /* utilisation history, most recent first */
+    double hist[CTL_HISTORY];   /* utilisation history 0..1, most recent first */
+    double hist_t[CTL_HISTORY]; /* when each was taken, unix seconds (CLOCK_REALTIME) */
     unsigned hist_n;
+    double seen_unix_s;      /* last seen active, unix seconds; 0: never */
     unsigned migrations_day; /* begun in the last 24 h (journal) */
     double no_move_until_s;  /* after a failed migration: left alone for two ticks */
     bool managed;
@@ -138,7 +146,11 @@ struct controller {
     struct watt_planner *planner; /* the policy, its tunables parsed once */
     int lock_fd;
     double now_s, start_s;
+    double now_unix_s; /* wall clock of the last observation, unix seconds */
     unsigned long ticks;
+    unsigned long observations; /* since open (a CPU sample needs two) */
+    unsigned hist_loaded;       /* the most recent samples of a VM state_dir/history gave */
+    char history_error[600];    /* why state_dir/history was refused, "" none */
     /* counters for the metrics */
     unsigned long migrations_ok, migrations_failed, power_ons, power_offs, power_failed;
     unsigned long safety_refusals, vms_missing;
@@ -169,6 +181,41 @@ void ctl_plan_note(struct ctl_plan *p, const char *fmt, ...) __attribute__((form
 /* Capacity (MIPS at the packing target) of hosts that stay on, and the
  * forecast demand plus spare they must cover, if host SKIP went off. */
 void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, double *ret_need);
+
+/* control_history.c: state_dir/history, the warm start.
+ *
+ * The gate: the watt policy forecasts from a window of CPU samples per VM
+ * (fleet.ini's policy = window=N, default 12, at most CTL_HISTORY). A
+ * controller that has fewer samples than that (a first start, or a
+ * restart whose history is missing, refused or older than window x
+ * interval_s) only observes: the view it gives the policy is not warm
+ * (model/view.h), so no VM moves to consolidate and no host is switched
+ * on or off for the spare margin; overloads, maintenance, pins and
+ * anti-affinity still act. ctl_warm() says whether the window is
+ * full: RET_HAVE samples (those loaded from state_dir/history plus one
+ * per observation since the first), RET_NEED the window (either may be
+ * NULL). */
+bool ctl_warm(const struct controller *c, unsigned *ret_have, unsigned *ret_need);
+/* The notes of a plan P made while observing (none when warm): how many
+ * samples, and what WOULD (the plan a warm controller would make) does
+ * that P does not ("held back"). The policy itself holds back: the view's
+ * warm flag is ctl_warm(). */
+void ctl_warm_notes(struct controller *c, const struct ctl_plan *would, struct ctl_plan *p);
+/* A VM's CPU demand now, share of its vCPUs 0..1: its rate this tick; else
+ * its last sample (one from before a restart); else, with no sample at
+ * all, 0 while observing (it must not switch hosts on) and its whole size
+ * (1) once warm (a new VM). */
+double ctl_vm_demand(const struct controller *c, const struct ctl_vm *v);
+/* Add a sample U (0..1) taken at T_UNIX_S, most recent first. */
+void ctl_history_push(struct ctl_vm *v, double u, double t_unix_s);
+/* Read state_dir/history into the VMs (adding those not known yet), keeping
+ * only samples at most window x interval_s old at NOW_UNIX_S. 0 also when
+ * there is none; -errno with ERR naming the file (and line) when it is
+ * refused: then nothing is loaded. */
+int ctl_history_load(struct controller *c, double now_unix_s, struct fleet_error *err);
+/* Write every VM's samples (VMs seen in the last day) to state_dir/history:
+ * a temporary file, fsynced, renamed over it, the directory fsynced. */
+int ctl_history_save(const struct controller *c, double now_unix_s, struct fleet_error *err);
 
 /* control_act.c */
 void ctl_execute(struct controller *c, struct ctl_plan *p);

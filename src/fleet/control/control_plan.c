@@ -138,7 +138,7 @@ void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ct
         v->pes = cv->vcpus ? cv->vcpus : 1;
         v->mips = site->limits.vm_mips;
         v->ram_mb = cv->mem_mb;
-        double u = isnan(cv->util) ? 1.0 : cv->util; /* unknown: its whole size */
+        double u = ctl_vm_demand(c, cv); /* unknown: control_history.c */
         v->req = u * v->mips * v->pes;
         v->hist = cv->hist;
         v->hist_n = cv->hist_n < ARRAY_SIZE(cv->hist) ? cv->hist_n : ARRAY_SIZE(cv->hist);
@@ -184,7 +184,7 @@ void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ct
         .max_migrations_per_host = site->limits.per_host,
         .hard_ram = true,
         .manage_power = true,
-        .warm = true,
+        .warm = ctl_warm(c, NULL, NULL), /* control_history.c */
         .constrained = constrained,
     };
 }
@@ -324,6 +324,17 @@ int ctl_plan_make(struct controller *c, struct ctl_plan *ret)
     watt_plan(c->planner, &v, &fp);
     collect(c, &fp, &p);
     p.observing = fp.observing;
+    if (fp.observing) {
+        /* what a warm controller would do: said, not done */
+        struct fleet_plan wfp = {0};
+        struct ctl_plan would = {0};
+        v.warm = true;
+        watt_plan(c->planner, &v, &wfp);
+        collect(c, &wfp, &would);
+        ctl_warm_notes(c, &would, &p);
+        fleet_plan_free(&wfp);
+        ctl_plan_free(&would);
+    }
     fleet_plan_free(&fp);
     ctl_view_free(&buf);
     limit(c, &p);

@@ -127,6 +127,10 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
     json_kv_double(&j, "observe_s", p->observe_s);
     json_kv_double(&j, "plan_s", p->plan_s);
     json_kv_double(&j, "execute_s", p->execute_s);
+    unsigned have, need;
+    json_kv_bool(&j, "observing", !ctl_warm(c, &have, &need));
+    json_kv_u64(&j, "samples", have);
+    json_kv_u64(&j, "window", need);
     json_key(&j, "hosts");
     json_array_begin(&j);
     for (size_t hi = 0; hi < s->n_hosts; hi++) {
@@ -212,6 +216,11 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
     bool execute = !c->opt.dry_run && p.n > 0;
     if (execute)
         ctl_execute(c, &p);
+    if (!c->opt.dry_run) {
+        struct fleet_error err = {{0}};
+        if (ctl_history_save(c, c->now_unix_s, &err) < 0)
+            ctl_plan_note(&p, "%s: a restart will observe afresh", err.msg);
+    }
     p.observe_s = (double)(t1 - t0) / 1e9;
     p.plan_s = (double)(t2 - t1) / 1e9;
     p.execute_s = (double)(now_monotonic_ns() - t2) / 1e9;
@@ -226,6 +235,8 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
 void controller_metrics(const struct controller *c, FILE *f)
 {
     const struct site *s = c->site;
+    unsigned have, need;
+    bool warm = ctl_warm(c, &have, &need);
     unsigned count[CTL_UNKNOWN + 1] = {0};
     double watts = 0;
     bool any = false;
@@ -273,7 +284,13 @@ void controller_metrics(const struct controller *c, FILE *f)
             "# HELP watt_fleet_vms_missing Managed VMs not seen on any host.\n"
             "# TYPE watt_fleet_vms_missing gauge\nwatt_fleet_vms_missing %lu\n"
             "# HELP watt_fleet_ticks_total Control loop ticks.\n"
-            "# TYPE watt_fleet_ticks_total counter\nwatt_fleet_ticks_total %lu\n",
+            "# TYPE watt_fleet_ticks_total counter\nwatt_fleet_ticks_total %lu\n"
+            "# HELP watt_fleet_observing 1 while the controller has fewer CPU samples than the "
+            "policy's window: only overloads act.\n"
+            "# TYPE watt_fleet_observing gauge\nwatt_fleet_observing %d\n"
+            "# HELP watt_fleet_history_samples CPU samples the plan has (loaded from state_dir "
+            "and observed), at most the window.\n"
+            "# TYPE watt_fleet_history_samples gauge\nwatt_fleet_history_samples %u\n",
             c->migrations_ok, c->migrations_failed, c->power_ons, c->power_offs, c->power_failed,
-            c->safety_refusals, c->vms_missing, c->ticks);
+            c->safety_refusals, c->vms_missing, c->ticks, !warm, have);
 }
