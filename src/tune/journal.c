@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/crc32.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/util.h"
@@ -59,19 +60,7 @@ void journal_crash_point(const char *what)
 
 uint32_t journal_crc32(const void *buf, size_t len)
 {
-    static uint32_t table[256];
-    if (!table[1])
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
-    const unsigned char *p = buf;
-    uint32_t crc = 0xffffffffu;
-    for (size_t i = 0; i < len; i++)
-        crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-    return crc ^ 0xffffffffu;
+    return crc32_update(0, buf, len);
 }
 
 static bool plain_byte(unsigned char c)

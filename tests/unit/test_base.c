@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "base/cpuset.h"
+#include "base/crc32.h"
 #include "base/json.h"
 #include "base/parse.h"
 #include "base/table.h"
@@ -197,13 +198,23 @@ static void test_table_hostile(void **state)
     table_free(&t);
 }
 
+/* The standard check value, and a CRC continued over two pieces. */
+static void test_crc32(void **state)
+{
+    (void)state;
+    assert_int_equal(crc32_update(0, "123456789", 9), 0xcbf43926u);
+    assert_int_equal(crc32_update(crc32_update(0, "1234", 4), "56789", 5), 0xcbf43926u);
+    assert_int_equal(crc32_update(0, "", 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpulist),       cmocka_unit_test(test_cpuset_iterate),
         cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_table),         cmocka_unit_test(test_json_hostile),
-        cmocka_unit_test(test_text),          cmocka_unit_test(test_table_hostile),
+        cmocka_unit_test(test_crc32),         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_json_hostile),  cmocka_unit_test(test_text),
+        cmocka_unit_test(test_table_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/crc32.h"
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "fleet/control/control.h"
@@ -118,22 +119,6 @@ void ctl_history_push(struct ctl_vm *v, double u, double t_unix_s)
     v->hist_t[0] = t_unix_s;
     if (v->hist_n < CTL_HISTORY)
         v->hist_n++;
-}
-
-/* CRC-32 (IEEE 802.3, as zlib's), continued from CRC (0 to start). */
-static uint32_t crc32(uint32_t crc, const char *buf, size_t len)
-{
-    uint32_t table[256];
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t x = i;
-        for (int b = 0; b < 8; b++)
-            x = (x >> 1) ^ (0xedb88320u & -(x & 1));
-        table[i] = x;
-    }
-    crc ^= 0xffffffffu;
-    for (size_t i = 0; i < len; i++)
-        crc = table[(crc ^ (unsigned char)buf[i]) & 0xff] ^ (crc >> 8);
-    return crc ^ 0xffffffffu;
 }
 
 /* Whether ST may be trusted with what root acts on: owned by root or by
@@ -321,7 +306,7 @@ static int parse(struct parsed *p, const char *path, struct fleet_error *err)
         if (ended)
             return line_error(err, path, lineno, "text after the end line");
         want = crc; /* the checksum of every byte before this line */
-        crc = crc32(crc, line, (size_t)(next - line));
+        crc = crc32_update(crc, line, (size_t)(next - line));
         next[-1] = '\0';
         if (strlen(line) != (size_t)(next - 1 - line))
             return line_error(err, path, lineno, "a NUL byte");
@@ -494,7 +479,7 @@ int ctl_history_save(const struct controller *c, double now_unix_s, struct fleet
         strbuf_putc(&b, '\n');
         n++;
     }
-    strbuf_appendf(&b, "end %zu crc32=%08x\n", n, crc32(0, b.s, b.len));
+    strbuf_appendf(&b, "end %zu crc32=%08x\n", n, crc32_update(0, b.s, b.len));
     const char *what = "open";
     bool renamed = false;
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
