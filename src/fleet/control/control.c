@@ -70,6 +70,11 @@ int32_t ctl_vm_index(struct controller *c, const char *name, bool add)
     *v = (struct ctl_vm){
         .host = -1, .seen_on = -1, .prev_host = -1, .util = NAN, .pin = -1, .group = -1};
     snprintf(v->name, sizeof(v->name), "%s", name);
+    const struct site_rule *rule = site_rule_find(c->site, name); /* fleet.ini's pin, group */
+    if (rule) {
+        v->pin = rule->pin;
+        v->group = rule->group;
+    }
     /* the listed VMs are all added at open (and set managed there) */
     v->managed = !c->site->vms_listed;
     int32_t vi = (int32_t)c->n_vm++;
