@@ -391,6 +391,7 @@ void controller_close(struct controller *c)
     free(c->hosts);
     free(c->vm);
     free(c->vm_index);
+    ctl_operator_free(c);
     if (c->vms)
         c->vms->close(c->vms);
     if (c->power)
