@@ -533,8 +533,14 @@ static void print_rules(const struct site *s)
         r = opstate_maint_parse(text, len, "maintenance", &v, &n, &err);
     if (r < 0 && r != -ENOENT)
         text_printf(stdout, "maintenance: %s\n", err.msg);
-    for (size_t i = 0; i < n; i++)
-        text_printf(stdout, "maintenance: %s (since %.0f)\n", v[i].host, v[i].since);
+    for (size_t i = 0; i < n; i++) {
+        char when[32] = "?";
+        time_t t = (time_t)v[i].since;
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+        text_printf(stdout, "maintenance: %s (since %s)\n", v[i].host, when);
+    }
 }
 
 /* check: where the BMC passwords come from (site_load() has checked that
