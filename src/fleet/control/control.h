@@ -243,7 +243,7 @@ void ctl_operator_read(struct controller *c);
  * first and *RET_N_RUN set to how many to execute (automatic: all). */
 void ctl_operator_plan(struct controller *c, struct ctl_plan *p, size_t *ret_n_run);
 /* After executing: manual mode writes plan.json; the metrics' counts. */
-void ctl_operator_done(struct controller *c, const struct ctl_plan *p);
+void ctl_operator_done(struct controller *c, struct ctl_plan *p);
 void ctl_operator_metrics(const struct controller *c, FILE *f);
 void ctl_operator_free(struct controller *c);
 const char *ctl_action_name(enum ctl_action_kind k); /* "migrate", "power_on", ... */

@@ -326,7 +326,7 @@ static void remember(struct controller *c, const struct ctl_plan *p)
             memcpy(r->ids[r->n++], p->v[i].id, sizeof(r->ids[0]));
 }
 
-void ctl_operator_done(struct controller *c, const struct ctl_plan *p)
+void ctl_operator_done(struct controller *c, struct ctl_plan *p)
 {
     memset(c->plan_kinds, 0, sizeof(c->plan_kinds));
     c->plan_pending = 0;
@@ -347,7 +347,7 @@ void ctl_operator_done(struct controller *c, const struct ctl_plan *p)
     strbuf_append(&j.out, "\n");
     struct fleet_error err = {{0}};
     if (opstate_write(c->site->state_dir, "plan.json", strbuf_str(&j.out), j.out.len, &err) < 0)
-        snprintf(c->last_error, sizeof(c->last_error), "%.500s", err.msg);
+        ctl_plan_note(p, "%.240s", err.msg); /* approve reads it: nothing can be approved */
     json_free(&j);
 }
 
