@@ -1248,6 +1248,22 @@ static void test_destroy_stale_copy_rechecked(void **state)
     assert_int_equal(w->c->approvals_dropped, 1);
 }
 
+/* The VM index grew after the planner was made: index_grow() freed the
+ * planner and left c->planner pointing at it (a use after free ASan sees
+ * at the next tick), and controller_close() never freed it. */
+static void test_index_grows_after_planning(void **state)
+{
+    struct world *w = *state;
+    tick(w);
+    for (int i = 0; i < 100; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "seen%d", i);
+        assert_true(ctl_vm_index(w->c, name, true) >= 0);
+    }
+    tick(w);
+    tick(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1270,6 +1286,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_observing_switches_nothing_on, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observing_overload_acts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_with_history_acts_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_grows_after_planning, setup, teardown),
         cmocka_unit_test(test_constraints_refused),
         cmocka_unit_test_setup_teardown(test_manual_holds_without_approval, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manual_executes_exactly_the_approved, setup, teardown),

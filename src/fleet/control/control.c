@@ -45,7 +45,6 @@ static void index_grow(struct controller *c)
 {
     size_t cap = c->vm_index_cap ? c->vm_index_cap * 2 : 64;
     free(c->vm_index);
-    watt_planner_free(c->planner);
     c->vm_index = xmalloc(cap * sizeof(*c->vm_index));
     for (size_t k = 0; k < cap; k++)
         c->vm_index[k] = -1;
@@ -391,6 +390,7 @@ void controller_close(struct controller *c)
     free(c->hosts);
     free(c->vm);
     free(c->vm_index);
+    watt_planner_free(c->planner);
     ctl_operator_free(c);
     if (c->vms)
         c->vms->close(c->vms);
