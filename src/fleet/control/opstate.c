@@ -365,7 +365,14 @@ void opstate_action_id(char ret[OPSTATE_ID_LEN + 1], const char *const *words, s
             h = (h ^ (unsigned char)*s) * 1099511628211ull;
         h = (h ^ 0xff) * 1099511628211ull; /* a separator no name holds */
     }
-    snprintf(ret, OPSTATE_ID_LEN + 1, "%08" PRIx32, (uint32_t)(h ^ (h >> 32)));
+    /* murmur3's finalizer: FNV alone leaves the high bits of similar
+     * actions alike ("d922d78f", "d922ee66"), easy to mix up when typed */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    snprintf(ret, OPSTATE_ID_LEN + 1, "%08" PRIx32, (uint32_t)h);
 }
 
 /* ---- plan.json, as control_manual.c writes it ------------------------------ */
