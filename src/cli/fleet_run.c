@@ -518,7 +518,8 @@ static void print_rules(const struct site *s)
         for (size_t i = 0; i < s->n_rules; i++)
             if (s->rules[i].group == (int32_t)g)
                 strbuf_appendf(&b, " %s", s->rules[i].vm);
-        text_printf(stdout, "anti-affinity (line %d):%s\n", s->groups[g].line, strbuf_str(&b));
+        text_printf(stdout, "anti-affinity %s (line %d):%s\n", s->groups[g].name, s->groups[g].line,
+                    strbuf_str(&b));
         strbuf_free(&b);
     }
     if (s->destroy_stale_copy)

@@ -855,12 +855,15 @@ static void test_restart_with_history_acts_at_once(void **state)
 
 /* ---- the operator's side: constraints, maintenance, manual mode ------------ */
 
-/* The controller again, on fleet.ini with EXTRA after state_dir (line 5 on). */
+/* The controller again, on fleet.ini with EXTRA: [controller] keys after
+ * state_dir (line 5 on), or sections ("[pin]...") at the end. */
 static void reopen(struct world *w, const char *extra)
 {
     controller_close(w->c);
     site_free(&w->site);
-    _cleanup_free_ char *ini = xasprintf("%s%s\n%s%s", INI_HEAD, w->dir, extra, INI_TAIL + 1);
+    _cleanup_free_ char *ini = extra[0] == '['
+                                   ? xasprintf("%s%s%s%s", INI_HEAD, w->dir, INI_TAIL, extra)
+                                   : xasprintf("%s%s\n%s%s", INI_HEAD, w->dir, extra, INI_TAIL + 1);
     struct fleet_error err = {{0}};
     if (site_parse(ini, strlen(ini), "test.ini", &w->site, &err) < 0)
         fail_msg("site_parse: %s", err.msg);
@@ -1130,7 +1133,7 @@ static void test_pin_and_anti_affinity(void **state)
 {
     struct world *w = *state;
     /* vm1 and vm4 start together on h1; vm2 on h2 */
-    reopen(w, "pin = vm2:h3\nanti_affinity = vm1 vm4\n");
+    reopen(w, "[pin]\nvm2 = h3\n[anti-affinity]\napart = vm1 vm4\n");
     assert_int_equal(w->c->vm[1].pin, 2);
     assert_int_equal(w->c->vm[0].group, 0);
     assert_int_equal(w->c->vm[3].group, 0);
@@ -1148,50 +1151,75 @@ static void test_pin_and_anti_affinity(void **state)
 static void test_constraints_refused(void **state)
 {
     static const struct {
-        const char *extra;
+        const char *sections;
+        int line; /* of the error, in SECTIONS */
         const char *says;
     } bad[] = {
-        {"pin = vm1:h9\n", "test.ini line 5: pin = vm1:h9: no [host h9]"},
-        {"pin = vm1\n", "test.ini line 5: pin: 'vm1': want VM:HOST"},
-        {"pin = vm1:h1\npin = vm1:h2\n", "test.ini line 6: vm 'vm1' is pinned twice (line 5"},
-        {"anti_affinity = vm1 vm2\nanti_affinity = vm3 vm1\n",
-         "test.ini line 6: vm 'vm1' is in two anti-affinity groups (line 5"},
-        {"anti_affinity = vm1 vm1\n", "test.ini line 5: anti_affinity: 'vm1' is listed twice"},
-        {"anti_affinity = vm1\n", "test.ini line 5: anti_affinity = vm1: want two VMs"},
-        {"anti_affinity = vm1 vm2 vm3 vm4\n",
-         "test.ini line 5: anti_affinity: 4 VMs cannot run on 3 hosts"},
-        {"anti_affinity = vm1 ghost\n", "test.ini line 5: anti_affinity: vm 'ghost' is not in vms"},
-        {"pin = vm1:h1, vm2:h1\nanti_affinity = vm1 vm2\n",
-         "test.ini line 6: anti_affinity: 'vm1' and 'vm2' are both pinned to h1"},
-        {"mode = auto\n", "test.ini line 5: mode = 'auto': want automatic|manual"},
-        {"destroy_stale_copy = maybe\n",
-         "test.ini line 5: destroy_stale_copy = 'maybe': want no|yes"},
+        {"[pin]\nvm1 = h9\n", 2, "[pin] vm1 = h9: no [host h9]"},
+        {"[pin]\nvm1 = h1 h2\n", 2, "[pin] vm1 = 'h1 h2': want one host name"},
+        {"[pin x]\n", 1, "[pin] takes no name"},
+        {"[pin]\nvm1 = h1\nvm1 = h2\n", 3, "vm 'vm1' is pinned twice (line "},
+        {"[anti-affinity]\na = vm1 vm2\nb = vm3 vm1\n", 3,
+         "vm 'vm1' is in two anti-affinity groups, a (line "},
+        {"[anti-affinity]\na = vm1 vm2\na = vm3 vm4\n", 3,
+         "[anti-affinity] group 'a' is defined twice"},
+        {"[anti-affinity]\na = vm1 vm1\n", 2, "[anti-affinity] a: 'vm1' is listed twice"},
+        {"[anti-affinity]\na = vm1\n", 2, "[anti-affinity] a = vm1: want two VMs"},
+        {"[anti-affinity]\na = vm1 vm2 vm3 vm4\n", 2,
+         "[anti-affinity] a: 4 VMs cannot run on 3 hosts"},
+        {"[anti-affinity]\na = vm1 ghost\n", 2, "[anti-affinity]: vm 'ghost' is not in vms"},
+        {"[pin]\nvm1 = h1\nvm2 = h1\n[anti-affinity]\na = vm1 vm2\n", 5,
+         "[anti-affinity] a: 'vm1' and 'vm2' are both pinned to h1"},
     };
+    _cleanup_free_ char *head = xasprintf("%s/tmp/x%s", INI_HEAD, INI_TAIL);
+    int base = 0;
+    for (const char *p = head; *p; p++)
+        base += *p == '\n';
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-        _cleanup_free_ char *ini =
-            xasprintf("%s/tmp/x\n%s%s", INI_HEAD, bad[i].extra, INI_TAIL + 1);
+        _cleanup_free_ char *ini = xasprintf("%s%s", head, bad[i].sections);
+        _cleanup_free_ char *want =
+            xasprintf("test.ini line %d: %s", base + bad[i].line, bad[i].says);
         struct site s;
         struct fleet_error err = {{0}};
         if (site_parse(ini, strlen(ini), "test.ini", &s, &err) != -EINVAL)
             fail_msg("case %zu accepted", i);
-        if (!strstr(err.msg, bad[i].says))
-            fail_msg("case %zu: want '%s', got '%s'", i, bad[i].says, err.msg);
+        if (!strstr(err.msg, want))
+            fail_msg("case %zu: want '%s', got '%s'", i, want, err.msg);
     }
-    /* the good ones, hosts named before or after [controller] */
-    _cleanup_free_ char *ini = xasprintf("%s/tmp/x\npin = vm2:h3\nanti_affinity = vm1, vm4\n"
-                                         "anti_affinity = vm3 vm2\nmode = Manual\n%s",
+    static const struct {
+        const char *key, *says;
+    } keys[] = {
+        {"mode = auto\n", "test.ini line 5: mode = 'auto': want automatic|manual"},
+        {"destroy_stale_copy = maybe\n",
+         "test.ini line 5: destroy_stale_copy = 'maybe': want no|yes"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        _cleanup_free_ char *ini = xasprintf("%s/tmp/x\n%s%s", INI_HEAD, keys[i].key, INI_TAIL + 1);
+        struct site s;
+        struct fleet_error err = {{0}};
+        assert_int_equal(site_parse(ini, strlen(ini), "test.ini", &s, &err), -EINVAL);
+        if (!strstr(err.msg, keys[i].says))
+            fail_msg("key %zu: want '%s', got '%s'", i, keys[i].says, err.msg);
+    }
+    /* the good ones: hosts named after the sections too */
+    _cleanup_free_ char *ini = xasprintf("%s/tmp/x\nmode = Manual\n%s[pin]\nvm2 = h3 ; db\n"
+                                         "[anti-affinity]\nweb = vm1, vm4\nother = vm3 vm2\n"
+                                         "[host h4]\ntype = tiny\nuri = fake://4\nbmc = 1.2.3.4\n"
+                                         "bmc_user = a\nbmc_password = b\n",
                                          INI_HEAD, INI_TAIL + 1);
     struct site s;
     struct fleet_error err = {{0}};
-    assert_int_equal(site_parse(ini, strlen(ini), "test.ini", &s, &err), 0);
+    if (site_parse(ini, strlen(ini), "test.ini", &s, &err) < 0)
+        fail_msg("%s", err.msg);
     assert_int_equal(s.n_rules, 4);
     assert_int_equal(s.n_groups, 2);
+    assert_string_equal(s.groups[1].name, "other");
     assert_int_equal(s.mode, SITE_MANUAL);
     const struct site_rule *r = site_rule_find(&s, "vm2");
     assert_non_null(r);
     assert_int_equal(r->pin, 2);
     assert_int_equal(r->group, 1);
-    assert_int_equal(r->pin_line, 5);
+    assert_int_equal(r->pin_line, base + 3);
     assert_null(site_rule_find(&s, "vm5"));
     site_free(&s);
 }

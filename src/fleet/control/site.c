@@ -20,7 +20,7 @@
 #include "fleet/control/site_rules.h"
 #include "fleet/engine/exec.h"
 
-enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE };
+enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE, S_PIN, S_AFFINITY };
 
 #define MAX_ENGINE_SECTIONS 16
 
@@ -40,7 +40,7 @@ struct ctx {
     char (*type_names)[FLEET_NAME_MAX]; /* the [type NAME] sections */
     size_t n_type_names;
     int *host_type_line;
-    struct site_rules_pending *rules; /* pin =, anti_affinity = (site_rules.c) */
+    struct site_rules_pending *rules; /* [pin], [anti-affinity] (site_rules.c) */
 };
 
 static char *trim(char *s)
@@ -281,8 +281,6 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
     }
     if (streq(key, "vms"))
         return on_vms(c, val);
-    if (streq(key, "pin") || streq(key, "anti_affinity"))
-        return site_rules_key(&c->rules, s, key, val, c->line, c->msg, sizeof(c->msg));
     if (streq(key, "mode")) {
         static const char *const run_modes[] = {"automatic", "manual"};
         r = pick(c, key, val, run_modes, ARRAY_SIZE(run_modes), &e);
@@ -310,7 +308,7 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
                            streq(key, "power") ? &s->power_engine : &s->vm_engine);
     return on_engine_key(c, FX_IN_CONTROLLER, key, val, "[controller]",
                          "interval_s, vms, policy, spare, min_hosts_on, state_dir, vm_engine, "
-                         "power, mode, pin, anti_affinity");
+                         "power, mode, destroy_stale_copy");
 }
 
 static int on_host(struct ctx *c, const char *key, const char *val)
@@ -376,6 +374,10 @@ static int on_key(struct ctx *c, char *line)
         snprintf(where, sizeof(where), "[%s]", c->engine_section);
         return on_engine_key(c, FX_IN_SECTION, key, val, where, "");
     }
+    case S_PIN:
+        return site_rules_pin(&c->rules, key, val, c->line, c->msg, sizeof(c->msg));
+    case S_AFFINITY:
+        return site_rules_group(&c->rules, c->s, key, val, c->line, c->msg, sizeof(c->msg));
     case S_TYPE:
         return 0; /* fleet_hosts_parse() reads these */
     case S_NONE:
@@ -454,6 +456,12 @@ static int on_section(struct ctx *c, char *line)
         c->sect = S_HOST;
         return new_host(c, arg);
     }
+    if (strcasecmp(name, "pin") == 0 || strcasecmp(name, "anti-affinity") == 0) {
+        if (*arg)
+            return FAIL(c, "[%s] takes no name", name);
+        c->sect = strcasecmp(name, "pin") == 0 ? S_PIN : S_AFFINITY;
+        return 0;
+    }
     char want[200] = "";
     for (size_t i = 0; fx_engines[i]; i++) {
         const char *sec = fx_engines[i]->section;
@@ -464,8 +472,10 @@ static int on_section(struct ctx *c, char *line)
         if (!strstr(want, sec))
             snprintf(want + strlen(want), sizeof(want) - strlen(want), ", [%s]", sec);
     }
-    return FAIL(c, "unknown section [%.60s] (want [controller], [type NAME], [host NAME]%s)", name,
-                want);
+    return FAIL(c,
+                "unknown section [%.60s] (want [controller], [type NAME], [host NAME], [pin], "
+                "[anti-affinity]%s)",
+                name, want);
 }
 
 /* Every line: sections and keys, with the type sections kept in

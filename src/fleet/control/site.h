@@ -42,8 +42,8 @@ struct site_vm {
     int line;                      /* where fleet.ini names it, 0: discovered */
 };
 
-/* The operator's constraints on one VM (pin =, anti_affinity = in
- * [controller]; site_rules.c). */
+/* The operator's constraints on one VM ([pin], [anti-affinity];
+ * site_rules.c). */
 struct site_rule {
     char vm[FLEET_NAME_MAX * 2];
     int32_t pin;   /* the host it must run on, -1: any */
@@ -53,7 +53,8 @@ struct site_rule {
 
 /* An anti-affinity group: no two of its VMs on one host. */
 struct site_group {
-    int line; /* its anti_affinity = line */
+    char name[FLEET_NAME_MAX];
+    int line; /* its NAME = line in [anti-affinity] */
     uint32_t n_vms;
 };
 

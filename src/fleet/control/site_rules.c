@@ -1,4 +1,4 @@
-/* fleet.ini's pin = and anti_affinity = (site_rules.h): each line adds
+/* fleet.ini's [pin] and [anti-affinity] (site_rules.h): each line adds
  * entries as it is read; site_rules_finish() resolves the host names
  * (hosts may come after [controller]) and merges the entries into one
  * rule per VM, sorted by name for site_rule_find(). */
@@ -34,61 +34,67 @@ static struct entry *add(struct site_rules_pending *p)
     return e;
 }
 
-static int pin_key(struct site_rules_pending *p, const char *val, int line, char *why, size_t size)
+static struct site_rules_pending *pending(struct site_rules_pending **p)
 {
-    _cleanup_free_ char *copy = xstrdup(val);
-    char *save = NULL;
-    size_t n = 0;
-    for (char *tok = strtok_r(copy, SEPARATORS, &save); tok;
-         tok = strtok_r(NULL, SEPARATORS, &save)) {
-        /* a host name has no ':' (site.c's valid_name), a VM name may */
-        char *colon = strrchr(tok, ':');
-        if (!colon || colon == tok || !colon[1]) {
-            snprintf(why, size, "pin: '%.60s': want VM:HOST", tok);
-            return -EINVAL;
-        }
-        *colon = '\0';
-        if (strlen(tok) >= sizeof(p->v[0].vm) || strlen(colon + 1) >= FLEET_NAME_MAX) {
-            snprintf(why, size, "pin: '%.40s...': a name is too long", tok);
-            return -EINVAL;
-        }
-        if (p->n >= 2 * (size_t)SITE_MAX_VMS) {
-            snprintf(why, size, "pin: more than %d VMs constrained", 2 * SITE_MAX_VMS);
-            return -EINVAL;
-        }
-        struct entry *e = add(p);
-        snprintf(e->vm, sizeof(e->vm), "%s", tok);
-        snprintf(e->host, sizeof(e->host), "%s", colon + 1);
-        e->line = line;
-        n++;
-    }
-    if (!n) {
-        snprintf(why, size, "pin = : want VM:HOST, ...");
+    if (!*p)
+        *p = xcalloc(1, sizeof(**p));
+    return *p;
+}
+
+int site_rules_pin(struct site_rules_pending **pp, const char *vm, const char *host, int line,
+                   char *why, size_t size)
+{
+    struct site_rules_pending *p = pending(pp);
+    if (strlen(vm) >= sizeof(p->v[0].vm) || strpbrk(vm, SEPARATORS)) {
+        snprintf(why, size, "[pin] '%.60s': not a VM name", vm);
         return -EINVAL;
     }
+    if (!*host || strlen(host) >= FLEET_NAME_MAX || strpbrk(host, SEPARATORS)) {
+        snprintf(why, size, "[pin] %.60s = '%.60s': want one host name", vm, host);
+        return -EINVAL;
+    }
+    if (p->n >= 2 * (size_t)SITE_MAX_VMS) {
+        snprintf(why, size, "[pin]: more than %d VMs constrained", 2 * SITE_MAX_VMS);
+        return -EINVAL;
+    }
+    struct entry *e = add(p);
+    snprintf(e->vm, sizeof(e->vm), "%s", vm);
+    snprintf(e->host, sizeof(e->host), "%s", host);
+    e->line = line;
     return 0;
 }
 
-static int group_key(struct site_rules_pending *p, struct site *s, const char *val, int line,
-                     char *why, size_t size)
+int site_rules_group(struct site_rules_pending **pp, struct site *s, const char *name,
+                     const char *vms, int line, char *why, size_t size)
 {
-    _cleanup_free_ char *copy = xstrdup(val);
+    struct site_rules_pending *p = pending(pp);
+    if (strlen(name) >= sizeof(s->groups[0].name)) {
+        snprintf(why, size, "[anti-affinity] '%.40s...': a group name is too long", name);
+        return -EINVAL;
+    }
+    for (size_t g = 0; g < s->n_groups; g++)
+        if (streq(s->groups[g].name, name)) {
+            snprintf(why, size, "[anti-affinity] group '%s' is defined twice (line %d and here)",
+                     name, s->groups[g].line);
+            return -EINVAL;
+        }
+    _cleanup_free_ char *copy = xstrdup(vms);
     char *save = NULL;
     size_t first = p->n;
     int32_t g = (int32_t)s->n_groups;
     for (char *tok = strtok_r(copy, SEPARATORS, &save); tok;
          tok = strtok_r(NULL, SEPARATORS, &save)) {
         if (strlen(tok) >= sizeof(p->v[0].vm)) {
-            snprintf(why, size, "anti_affinity: name '%.40s...' is too long", tok);
+            snprintf(why, size, "[anti-affinity] %s: name '%.40s...' is too long", name, tok);
             return -EINVAL;
         }
         for (size_t i = first; i < p->n; i++)
             if (streq(p->v[i].vm, tok)) {
-                snprintf(why, size, "anti_affinity: '%.60s' is listed twice", tok);
+                snprintf(why, size, "[anti-affinity] %s: '%.60s' is listed twice", name, tok);
                 return -EINVAL;
             }
         if (p->n >= 2 * (size_t)SITE_MAX_VMS) {
-            snprintf(why, size, "anti_affinity: more than %d VMs constrained", 2 * SITE_MAX_VMS);
+            snprintf(why, size, "[anti-affinity]: more than %d VMs constrained", 2 * SITE_MAX_VMS);
             return -EINVAL;
         }
         struct entry *e = add(p);
@@ -98,24 +104,16 @@ static int group_key(struct site_rules_pending *p, struct site *s, const char *v
     }
     if (p->n - first < 2) {
         snprintf(why, size,
-                 "anti_affinity = %.60s: want two VMs or more (a group of one keeps nothing "
-                 "apart)",
-                 val);
+                 "[anti-affinity] %s = %.60s: want two VMs or more (a group of one keeps "
+                 "nothing apart)",
+                 name, vms);
         return -EINVAL;
     }
     s->groups = xrealloc(s->groups, (s->n_groups + 1) * sizeof(*s->groups));
-    s->groups[s->n_groups++] = (struct site_group){.line = line, .n_vms = (uint32_t)(p->n - first)};
+    struct site_group *sg = &s->groups[s->n_groups++];
+    *sg = (struct site_group){.line = line, .n_vms = (uint32_t)(p->n - first)};
+    snprintf(sg->name, sizeof(sg->name), "%s", name);
     return 0;
-}
-
-int site_rules_key(struct site_rules_pending **p, struct site *s, const char *key, const char *val,
-                   int line, char *why, size_t size)
-{
-    if (!*p)
-        *p = xcalloc(1, sizeof(**p));
-    if (streq(key, "pin"))
-        return pin_key(*p, val, line, why, size);
-    return group_key(*p, s, val, line, why, size);
 }
 
 void site_rules_pending_free(struct site_rules_pending *p)
@@ -155,13 +153,13 @@ static int resolve(struct site_rules_pending *p, const struct site *s, int32_t *
         *ret_line = e->line;
         hosts[i] = -1;
         if (e->host[0] && (hosts[i] = (int32_t)site_host_find(s, e->host)) < 0) {
-            snprintf(why, size, "pin = %.60s:%s: no [host %s]", e->vm, e->host, e->host);
+            snprintf(why, size, "[pin] %.60s = %s: no [host %s]", e->vm, e->host, e->host);
             return -EINVAL;
         }
         const char *key = e->vm;
         if (names && !bsearch(&key, names, s->n_vms, sizeof(*names), by_name)) {
             snprintf(why, size, "%s: vm '%.60s' is not in vms = (line %d): watt does not move it",
-                     e->host[0] ? "pin" : "anti_affinity", e->vm, s->vms[0].line);
+                     e->host[0] ? "[pin]" : "[anti-affinity]", e->vm, s->vms[0].line);
             return -EINVAL;
         }
     }
@@ -189,8 +187,8 @@ static int merge(struct site_rules_pending *p, struct site *s, const int32_t *ho
             return -EINVAL;
         }
         if (!e->host[0] && r->group_line) {
-            snprintf(why, size, "vm '%.60s' is in two anti-affinity groups (line %d and here)",
-                     e->vm, r->group_line);
+            snprintf(why, size, "vm '%.60s' is in two anti-affinity groups, %s (line %d) and %s",
+                     e->vm, s->groups[r->group].name, r->group_line, s->groups[e->group].name);
             return -EINVAL;
         }
         if (e->host[0]) {
@@ -220,8 +218,8 @@ static int satisfiable(struct site *s, char *why, size_t size, int *ret_line)
         if (s->groups[g].n_vms > s->n_hosts) {
             *ret_line = s->groups[g].line;
             snprintf(why, size,
-                     "anti_affinity: %u VMs cannot run on %zu hosts without two sharing one",
-                     s->groups[g].n_vms, s->n_hosts);
+                     "[anti-affinity] %s: %u VMs cannot run on %zu hosts without two sharing one",
+                     s->groups[g].name, s->groups[g].n_vms, s->n_hosts);
             return -EINVAL;
         }
     _cleanup_free_ const struct site_rule **both =
@@ -235,9 +233,10 @@ static int satisfiable(struct site *s, char *why, size_t size, int *ret_line)
         if (both[i]->group == both[i - 1]->group && both[i]->pin == both[i - 1]->pin) {
             *ret_line = s->groups[both[i]->group].line;
             snprintf(why, size,
-                     "anti_affinity: '%.60s' and '%.60s' are both pinned to %s (lines %d and %d)",
-                     both[i - 1]->vm, both[i]->vm, s->hosts[both[i]->pin].name,
-                     both[i - 1]->pin_line, both[i]->pin_line);
+                     "[anti-affinity] %s: '%.60s' and '%.60s' are both pinned to %s (lines %d "
+                     "and %d)",
+                     s->groups[both[i]->group].name, both[i - 1]->vm, both[i]->vm,
+                     s->hosts[both[i]->pin].name, both[i - 1]->pin_line, both[i]->pin_line);
             return -EINVAL;
         }
     return 0;
