@@ -67,8 +67,8 @@ static void usage(FILE *f)
             "                      [--compat cloudsim] [--hosts SPEC|FILE] [--seed N]\n"
             "                      [--json] [--csv FILE] [--plot FILE.svg]\n"
             "       watt fleet compare [--trace DIR ...] [--policies P,P,...] [same options]\n"
-            "       watt fleet run|plan|check|host --config FLEET.INI ...  (a real fleet: see\n"
-            "                      watt fleet run --help)\n"
+            "       watt fleet run|plan|check|host|approve --config FLEET.INI ...  (a real fleet:\n"
+            "                      see watt fleet run --help)\n"
             "\n"
             "Simulate VM consolidation on a fleet over CPU traces (CloudSim's PlanetLab\n"
             "benchmark by default) and report energy, SLA violations and migrations.\n"
@@ -579,11 +579,12 @@ int verb_fleet(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (streq(argv[1], "run") || streq(argv[1], "plan") || streq(argv[1], "check") ||
-        streq(argv[1], "host"))
+        streq(argv[1], "host") || streq(argv[1], "approve"))
         return verb_fleet_run(argc - 1, argv + 1);
     if (!streq(argv[1], "sim") && !streq(argv[1], "compare")) {
         text_printf(stderr,
-                    "watt fleet: unknown command '%s' (sim, compare, run, plan, check, host)\n",
+                    "watt fleet: unknown command '%s' (sim, compare, run, plan, check, host, "
+                    "approve)\n",
                     argv[1]);
         return 2;
     }

@@ -2,6 +2,7 @@
  * fleet (src/fleet/control/ and src/fleet/engine/), and its manual controls. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "fleet/control/control.h"
+#include "fleet/control/opstate.h"
 #include "fleet/control/site_load.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -31,6 +33,8 @@ static void usage(FILE *f)
                "       watt fleet plan  --config FLEET.INI [--json] [--sample SECONDS]\n"
                "       watt fleet check --config FLEET.INI\n"
                "       watt fleet host  --config FLEET.INI HOST status|on|off|list [--json]\n"
+               "       watt fleet host  --config FLEET.INI HOST maintenance on|off\n"
+               "       watt fleet approve --config FLEET.INI ID...|all\n"
                "\n"
                "Consolidate the VMs of a real fleet with the simulator's watt policy: observe\n"
                "(libvirt: each VM's CPU and memory; IPMI: each host's power and DCMI watts),\n"
@@ -49,7 +53,14 @@ static void usage(FILE *f)
                "\n"
                "plan prints what one tick would do and does nothing; check reads the\n"
                "configuration and exits; host asks or switches one host's BMC, or lists its\n"
-               "domains.\n");
+               "domains. host HOST maintenance on records in state_dir that the host is in\n"
+               "maintenance: the running controller evacuates it at its next tick, never\n"
+               "moves a VM there nor switches it on or off until maintenance off.\n"
+               "With mode = manual in fleet.ini, each tick writes its plan to\n"
+               "state_dir/plan.json (every action with an ID) and executes only what approve\n"
+               "ID (or all: every action pending in that plan) approved; an approval is used\n"
+               "at the next tick if the action is still planned, else dropped, and expires\n"
+               "after three intervals.\n");
 }
 
 struct run_cli {
@@ -254,10 +265,81 @@ static void print_list(const char *host, const struct fx_list *l, bool json)
     json_free(&j);
 }
 
+/* host NAME maintenance on|off: state_dir/maintenance, under its lock. */
+static int maintenance_cmd(const struct site *site, const char *host, bool on)
+{
+    const char *dir = site->state_dir;
+    struct fleet_error err = {{0}};
+    _cleanup_free_ char *origin = xasprintf("%s/maintenance", dir);
+    _cleanup_free_ char *text = NULL;
+    _cleanup_free_ struct opstate_maint *v = NULL;
+    size_t len = 0, n = 0;
+    int lock = -1;
+    int r = opstate_mkdir(dir, &err);
+    if (r == 0)
+        r = opstate_lock(dir, &lock, &err);
+    if (r == 0) {
+        r = opstate_read(dir, "maintenance", &text, &len, &err);
+        if (r == 0)
+            r = opstate_maint_parse(text, len, origin, &v, &n, &err);
+        else if (r == -ENOENT)
+            r = 0;
+    }
+    size_t at = 0;
+    while (r == 0 && at < n && !streq(v[at].host, host))
+        at++;
+    bool was = at < n;
+    if (r == 0 && was != on) {
+        if (on) {
+            v = xrealloc(v, (n + 1) * sizeof(*v));
+            v[n] = (struct opstate_maint){.since = (double)(now_realtime_ns() / 1000000000)};
+            snprintf(v[n++].host, sizeof(v[0].host), "%s", host);
+        } else {
+            memmove(&v[at], &v[at + 1], (n - at - 1) * sizeof(*v));
+            n--;
+        }
+        _cleanup_free_ char *out = opstate_maint_format(v, n);
+        r = opstate_write(dir, "maintenance", out, strlen(out), &err);
+    }
+    if (lock >= 0)
+        close(lock);
+    if (r < 0) {
+        text_printf(stderr, "watt fleet host: %s\n", err.msg);
+        return 1;
+    }
+    if (on)
+        text_printf(stdout,
+                    "%s: maintenance on%s (%s): the controller evacuates it at its next tick and "
+                    "keeps it out of its plans\n",
+                    host, was ? ", already" : "", origin);
+    else
+        text_printf(stdout, "%s: maintenance off%s (%s): the controller may use it again\n", host,
+                    was ? "" : ", already", origin);
+    return 0;
+}
+
 static int host_cmd(struct run_cli *o, int argc, char **argv)
 {
+    if (argc - optind == 3 && streq(argv[optind + 1], "maintenance")) {
+        const char *onoff = argv[optind + 2];
+        if (!streq(onoff, "on") && !streq(onoff, "off")) {
+            text_printf(stderr, "watt fleet host: maintenance '%s': want on or off\n", onoff);
+            return 2;
+        }
+        struct site site = {0};
+        if (load_site(o->config, &site) < 0)
+            return 2;
+        int r = 2;
+        if (site_host_find(&site, argv[optind]) < 0)
+            text_printf(stderr, "watt fleet host: no [host %s] in %s\n", argv[optind], o->config);
+        else
+            r = maintenance_cmd(&site, argv[optind], streq(onoff, "on"));
+        site_free(&site);
+        return r;
+    }
     if (argc - optind != 2) {
-        text_printf(stderr, "watt fleet host: want HOST status|on|off|list\n");
+        text_printf(stderr, "watt fleet host: want HOST status|on|off|list, or HOST maintenance "
+                            "on|off\n");
         return 2;
     }
     const char *name = argv[optind], *what = argv[optind + 1];
@@ -323,6 +405,145 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
     return r < 0 ? 1 : 0;
 }
 
+/* The approvals of ARGS (IDs, or "all") against plan.json, appended to
+ * state_dir/approvals; all or nothing. */
+static int approve_ids(const struct site *site, char **args, size_t n_args, struct fleet_error *err)
+{
+    const char *dir = site->state_dir;
+    _cleanup_free_ char *plan = NULL, *text = NULL;
+    _cleanup_free_ char *origin = xasprintf("%s/approvals", dir);
+    _cleanup_free_ struct opstate_approval *v = NULL;
+    size_t len = 0, n = 0;
+    uint64_t serial;
+    int r = opstate_read(dir, "plan.json", &plan, &len, err);
+    if (r == -ENOENT) {
+        fleet_error_set(err, "no plan in %s yet: is watt fleet run running with mode = manual?",
+                        dir);
+        return r;
+    }
+    if (r < 0)
+        return r;
+    if (opstate_plan_serial(plan, &serial) < 0) {
+        fleet_error_set(err, "%s/plan.json is not a plan this watt wrote", dir);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n_args; i++) {
+        bool all = streq(args[i], "all");
+        if (all ? !strstr(plan, "\"state\":\"pending\"")
+                : !opstate_plan_pending(plan, args[i], NULL, 0)) {
+            fleet_error_set(err, "%.40s: %s in %s/plan.json (plan %" PRIu64 ")", args[i],
+                            all ? "no action pending" : "no such action pending", dir, serial);
+            return -ENOENT;
+        }
+    }
+    r = opstate_read(dir, "approvals", &text, &len, err);
+    if (r == 0)
+        r = opstate_approvals_parse(text, len, origin, &v, &n, err);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    double now = (double)now_realtime_ns() / 1e9;
+    v = xrealloc(v, (n + n_args) * sizeof(*v));
+    for (size_t i = 0; i < n_args; i++) {
+        v[n] = (struct opstate_approval){.plan = serial, .time = now};
+        snprintf(v[n++].id, sizeof(v[0].id), "%s", args[i]);
+    }
+    _cleanup_free_ char *out = opstate_approvals_format(v, n);
+    r = opstate_write(dir, "approvals", out, strlen(out), err);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < n_args; i++) {
+        char what[400] = "every action pending in that plan";
+        if (!streq(args[i], "all"))
+            opstate_plan_pending(plan, args[i], what, sizeof(what));
+        text_printf(stdout, "approved %s: %s (plan %" PRIu64 ")\n", args[i], what, serial);
+    }
+    text_printf(stdout,
+                "the controller executes it at its next tick if it is still planned; the "
+                "approval expires in %.0f s\n",
+                3 * site->limits.interval_s);
+    return 0;
+}
+
+static int approve_cmd(struct run_cli *o, int argc, char **argv)
+{
+    if (argc - optind < 1) {
+        text_printf(stderr, "watt fleet approve: want ID... or all (the IDs of plan.json)\n");
+        return 2;
+    }
+    for (int i = optind; i < argc; i++)
+        if (!streq(argv[i], "all") && !opstate_id_valid(argv[i])) {
+            text_printf(stderr,
+                        "watt fleet approve: '%s': want an action ID (8 hex digits) or "
+                        "all\n",
+                        argv[i]);
+            return 2;
+        }
+    struct site site = {0};
+    if (load_site(o->config, &site) < 0)
+        return 2;
+    if (site.mode != SITE_MANUAL) {
+        text_printf(stderr,
+                    "watt fleet approve: %s has no mode = manual: the controller executes its "
+                    "plans without approval\n",
+                    o->config);
+        site_free(&site);
+        return 2;
+    }
+    struct fleet_error err = {{0}};
+    int lock = -1;
+    int r = opstate_lock(site.state_dir, &lock, &err);
+    if (r == 0)
+        r = approve_ids(&site, argv + optind, (size_t)(argc - optind), &err);
+    if (lock >= 0)
+        close(lock);
+    if (r < 0)
+        text_printf(stderr, "watt fleet approve: %s\n", err.msg);
+    site_free(&site);
+    return r < 0 ? 1 : 0;
+}
+
+/* check: the operator's constraints and mode. */
+static void print_rules(const struct site *s)
+{
+    text_printf(stdout, "mode: %s%s\n", s->mode == SITE_MANUAL ? "manual" : "automatic",
+                s->mode == SITE_MANUAL ? " (plans in state_dir/plan.json, executed when "
+                                         "approved: watt fleet approve)"
+                                       : "");
+    for (size_t i = 0; i < s->n_rules; i++)
+        if (s->rules[i].pin >= 0)
+            text_printf(stdout, "pinned: %s to %s (line %d)\n", s->rules[i].vm,
+                        s->hosts[s->rules[i].pin].name, s->rules[i].pin_line);
+    for (size_t g = 0; g < s->n_groups; g++) {
+        struct strbuf b = {0};
+        for (size_t i = 0; i < s->n_rules; i++)
+            if (s->rules[i].group == (int32_t)g)
+                strbuf_appendf(&b, " %s", s->rules[i].vm);
+        text_printf(stdout, "anti-affinity %s (line %d):%s\n", s->groups[g].name, s->groups[g].line,
+                    strbuf_str(&b));
+        strbuf_free(&b);
+    }
+    if (s->destroy_stale_copy)
+        text_printf(stdout, "destroy_stale_copy: yes (a paused copy whose twin runs and answers "
+                            "is destroyed)\n");
+    _cleanup_free_ char *text = NULL;
+    _cleanup_free_ struct opstate_maint *v = NULL;
+    size_t len = 0, n = 0;
+    struct fleet_error err = {{0}};
+    int r = opstate_read(s->state_dir, "maintenance", &text, &len, &err);
+    if (r == 0)
+        r = opstate_maint_parse(text, len, "maintenance", &v, &n, &err);
+    if (r < 0 && r != -ENOENT)
+        text_printf(stdout, "maintenance: %s\n", err.msg);
+    for (size_t i = 0; i < n; i++) {
+        char when[32] = "?";
+        time_t t = (time_t)v[i].since;
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+        text_printf(stdout, "maintenance: %s (since %s)\n", v[i].host, when);
+    }
+}
+
 /* check: where the BMC passwords come from (site_load() has checked that
  * group and others cannot read them). */
 static void print_passwords(const struct site *s, const char *config)
@@ -353,10 +574,13 @@ int verb_fleet_run(int argc, char **argv)
                     o.config, site.n_hosts, site.types.n_types, site.n_vms, site.vm_engine->name,
                     site.power_engine->name);
         print_passwords(&site, o.config);
+        print_rules(&site);
         site_free(&site);
         return 0;
     }
     if (streq(argv[0], "host"))
         return host_cmd(&o, argc, argv);
+    if (streq(argv[0], "approve"))
+        return approve_cmd(&o, argc, argv);
     return run(&o, streq(argv[0], "plan"));
 }

@@ -37,6 +37,18 @@ static void check_site(const struct site *s)
     FUZZ_CHECK(s->state_dir && s->state_dir[0] == '/');
     for (size_t i = 0; i < s->n_vms; i++)
         FUZZ_CHECK(site_vm_find(s, s->vms[i].name) == (ssize_t)i);
+    /* constraints: one rule per VM, hosts and groups in range, each group
+     * no larger than the fleet */
+    for (size_t i = 0; i < s->n_rules; i++) {
+        const struct site_rule *r = &s->rules[i];
+        FUZZ_CHECK(site_rule_find(s, r->vm) == r);
+        FUZZ_CHECK(r->pin >= -1 && r->pin < (int32_t)s->n_hosts);
+        FUZZ_CHECK(r->group >= -1 && r->group < (int32_t)s->n_groups);
+        FUZZ_CHECK(r->pin >= 0 || r->group >= 0);
+        FUZZ_CHECK(!s->vms_listed || site_vm_find(s, r->vm) >= 0);
+    }
+    for (size_t g = 0; g < s->n_groups; g++)
+        FUZZ_CHECK(s->groups[g].n_vms >= 2 && s->groups[g].n_vms <= s->n_hosts);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -39,6 +39,10 @@ struct fake {
     uint64_t t_ns;
     unsigned offs_with_vms; /* the invariant the test checks */
     unsigned migrations;
+    int stale[NV];         /* host of a second copy of each VM (a failed migration's), -1 none */
+    bool stale_runs[NV];   /* that copy runs too (else it is paused) */
+    unsigned destroyed;    /* copies destroyed */
+    unsigned destroy_busy; /* destroy_paused calls on a copy that runs */
 };
 
 static struct fake *F;
@@ -51,7 +55,7 @@ static int f_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fleet
         return -EHOSTUNREACH;
     }
     struct fx_list l = {.t_ns = F->t_ns, .node = {.mem_kib = 2048 * 1024}};
-    l.v = xcalloc(NV + 1, sizeof(*l.v));
+    l.v = xcalloc(2 * NV + 1, sizeof(*l.v));
     for (int v = 0; v < NV; v++)
         if (F->where[v] == (int)hi)
             l.v[l.n++] = (struct fx_domain){.name = xstrdup(names[v]),
@@ -59,6 +63,14 @@ static int f_list(struct fx_vms *x, size_t hi, struct fx_list *ret, struct fleet
                                             .running = true,
                                             .persistent = true,
                                             .cpu_ns = F->cpu[v],
+                                            .vcpus = 1,
+                                            .mem_kib = 128 * 1024};
+    for (int v = 0; v < NV; v++)
+        if (F->stale[v] == (int)hi)
+            l.v[l.n++] = (struct fx_domain){.name = xstrdup(names[v]),
+                                            .active = true,
+                                            .running = F->stale_runs[v],
+                                            .cpu_ns = 0,
                                             .vcpus = 1,
                                             .mem_kib = 128 * 1024};
     if (F->foreign_on == (int)hi && ++F->lists[hi] >= 2)
@@ -93,6 +105,25 @@ static void f_close_vms(struct fx_vms *x)
 {
 }
 
+static int f_destroy_paused(struct fx_vms *x, const char *vm, size_t hi, struct fleet_error *err)
+{
+    int v = 0;
+    while (v < NV && strcmp(names[v], vm))
+        v++;
+    if (v < NV && F->stale[v] == (int)hi && !F->stale_runs[v]) {
+        F->stale[v] = -1;
+        F->destroyed++;
+        return 0;
+    }
+    if (v < NV && (F->where[v] == (int)hi || F->stale[v] == (int)hi)) {
+        F->destroy_busy++;
+        fleet_error_set(err, "vm '%s' is not paused on h%zu", vm, hi + 1);
+        return -EBUSY;
+    }
+    fleet_error_set(err, "vm '%s' is not active on h%zu", vm, hi + 1);
+    return -ENOENT;
+}
+
 static int f_status(struct fx_power *x, size_t hi, enum fx_power_state *ret,
                     struct fleet_error *err)
 {
@@ -109,11 +140,14 @@ static int f_set(struct fx_power *x, size_t hi, bool on, struct fleet_error *err
     if (F->bmc_mute[hi])
         return -EHOSTUNREACH;
     if (!on)
-        for (int v = 0; v < NV; v++)
+        for (int v = 0; v < NV; v++) {
             if (F->where[v] == (int)hi) {
                 F->offs_with_vms++;
                 F->where[v] = -1; /* a power cut kills it */
             }
+            if (F->stale[v] == (int)hi)
+                F->offs_with_vms++;
+        }
     F->on[hi] = on;
     return 0;
 }
@@ -154,7 +188,11 @@ static void open_controller(struct world *w)
 {
     struct fleet_error err = {{0}};
     struct fake *f = &w->fake;
-    f->vms = (struct fx_vms){"fake", f_list, f_migrate, f_close_vms};
+    f->vms = (struct fx_vms){.name = "fake",
+                             .list = f_list,
+                             .migrate = f_migrate,
+                             .close = f_close_vms,
+                             .destroy_paused = f_destroy_paused};
     f->power = (struct fx_power){"fake", f_status, f_set, f_reading, f_close_power};
     struct ctl_options opt = {0};
     int r = controller_open_engines(&w->site, &opt, &f->vms, &f->power, &w->c, &err);
@@ -181,6 +219,7 @@ static int setup(void **state)
     for (int v = 0; v < NV; v++) {
         F->where[v] = at[v];
         F->load[v] = 0.05;
+        F->stale[v] = -1;
     }
     F->foreign_on = -1;
     /* WATT_TEST_VERBOSE=1: the controller's report on stdout */
@@ -814,6 +853,445 @@ static void test_restart_with_history_acts_at_once(void **state)
     assert_null(strstr(first, "observing:"));
 }
 
+/* ---- the operator's side: constraints, maintenance, manual mode ------------ */
+
+/* The controller again, on fleet.ini with EXTRA: [controller] keys after
+ * state_dir (line 5 on), or sections ("[pin]...") at the end. */
+static void reopen(struct world *w, const char *extra)
+{
+    controller_close(w->c);
+    site_free(&w->site);
+    _cleanup_free_ char *ini = extra[0] == '['
+                                   ? xasprintf("%s%s%s%s", INI_HEAD, w->dir, INI_TAIL, extra)
+                                   : xasprintf("%s%s\n%s%s", INI_HEAD, w->dir, extra, INI_TAIL + 1);
+    struct fleet_error err = {{0}};
+    if (site_parse(ini, strlen(ini), "test.ini", &w->site, &err) < 0)
+        fail_msg("site_parse: %s", err.msg);
+    open_controller(w);
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+    _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = xcalloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void put(const char *dir, const char *name, const char *text, mode_t mode)
+{
+    _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+/* The ID of the first pending action of plan.json whose "what" starts with
+ * PREFIX, into ID; false if none. */
+static bool pending_id(const char *dir, const char *prefix, char id[OPSTATE_ID_LEN + 1])
+{
+    _cleanup_free_ char *plan = slurp(dir, "plan.json");
+    for (const char *p = plan; p && (p = strstr(p, "{\"id\":\"")); p++) {
+        snprintf(id, OPSTATE_ID_LEN + 1, "%s", p + 7);
+        char what[300];
+        if (opstate_plan_pending(plan, id, what, sizeof(what)) &&
+            strncmp(what, prefix, strlen(prefix)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* What `watt fleet approve` writes: ID (or "all") against the plan there now. */
+static void approve(struct world *w, const char *id, double age_s)
+{
+    _cleanup_free_ char *plan = slurp(w->dir, "plan.json");
+    uint64_t serial = 0;
+    assert_non_null(plan);
+    assert_int_equal(opstate_plan_serial(plan, &serial), 0);
+    struct opstate_approval a = {.plan = serial, .time = (double)now_realtime_ns() / 1e9 - age_s};
+    snprintf(a.id, sizeof(a.id), "%s", id);
+    _cleanup_free_ char *text = opstate_approvals_format(&a, 1);
+    struct fleet_error err = {{0}};
+    assert_int_equal(opstate_write(w->dir, "approvals", text, strlen(text), &err), 0);
+}
+
+/* The last tick's JSON report (the world's output goes to /dev/null):
+ * one more tick into a memory stream. */
+static char *tick_json(struct world *w)
+{
+    FILE *keep = w->out;
+    char *buf = NULL;
+    size_t len = 0;
+    w->out = open_memstream(&buf, &len);
+    tick(w);
+    fclose(w->out);
+    w->out = keep;
+    return buf;
+}
+
+static void test_manual_holds_without_approval(void **state)
+{
+    struct world *w = *state;
+    reopen(w, "mode = manual\n");
+    for (int i = 0; i < 6; i++)
+        tick(w);
+    assert_int_equal(F->migrations, 0);
+    assert_int_equal(hosts_on(), 3);
+    char id[OPSTATE_ID_LEN + 1];
+    assert_true(pending_id(w->dir, "migrate ", id));
+    /* the same action keeps its ID from tick to tick */
+    char again[OPSTATE_ID_LEN + 1];
+    tick(w);
+    assert_true(pending_id(w->dir, "migrate ", again));
+    assert_string_equal(id, again);
+    _cleanup_free_ char *json = tick_json(w);
+    assert_non_null(strstr(json, "\"mode\":\"manual\""));
+    assert_non_null(strstr(json, "\"executed\":false"));
+    assert_null(strstr(json, "\"executed\":true"));
+    char *m = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&m, &len);
+    controller_metrics(w->c, f);
+    fclose(f);
+    assert_non_null(strstr(m, "watt_fleet_manual 1"));
+    assert_null(strstr(m, "watt_fleet_plan_pending 0"));
+    assert_non_null(strstr(m, "watt_fleet_plan_actions{kind=\"migrate\"} "));
+    free(m);
+}
+
+static void test_manual_executes_exactly_the_approved(void **state)
+{
+    struct world *w = *state;
+    reopen(w, "mode = manual\n");
+    for (int i = 0; i < 3; i++) /* the policy's window (2 samples) observed */
+        tick(w);
+    char id[OPSTATE_ID_LEN + 1], what[300];
+    assert_true(pending_id(w->dir, "migrate ", id));
+    _cleanup_free_ char *plan = slurp(w->dir, "plan.json");
+    assert_true(opstate_plan_pending(plan, id, what, sizeof(what)));
+    char vm[16], src[16], dst[16];
+    assert_int_equal(sscanf(what, "migrate %15s %15s -> %15s", vm, src, dst), 3);
+    approve(w, id, 0);
+    tick(w);
+    assert_int_equal(F->migrations, 1);
+    assert_int_equal(F->where[vm[2] - '1'], dst[1] - '1');
+    assert_int_equal(hosts_on(), 3); /* nothing else was done */
+    assert_int_equal(w->c->approvals_done, 1);
+    _cleanup_free_ char *path = xasprintf("%s/approvals", w->dir);
+    assert_int_equal(access(path, F_OK), -1); /* taken */
+    _cleanup_free_ char *after = slurp(w->dir, "plan.json");
+    _cleanup_free_ char *done = xasprintf("{\"id\":\"%s\",\"state\":\"done\"", id);
+    assert_non_null(strstr(after, done));
+    /* approve all: every action of that plan that is still planned */
+    approve(w, "all", 0);
+    for (int i = 0; i < 8; i++) {
+        tick(w);
+        if (pending_id(w->dir, "", id))
+            approve(w, "all", 0);
+    }
+    assert_int_equal(hosts_on(), 1);
+}
+
+static void test_manual_stale_approvals_dropped(void **state)
+{
+    struct world *w = *state;
+    reopen(w, "mode = manual\n");
+    for (int i = 0; i < 3; i++) /* the policy's window (2 samples) observed */
+        tick(w);
+    char id[OPSTATE_ID_LEN + 1];
+    assert_true(pending_id(w->dir, "migrate ", id));
+    approve(w, "0badc0de", 0); /* not an action of the plan */
+    _cleanup_free_ char *json = tick_json(w);
+    assert_non_null(strstr(json, "approval of 0badc0de dropped: no longer planned"));
+    approve(w, id, 31); /* interval 10 s: older than three intervals */
+    _cleanup_free_ char *json2 = tick_json(w);
+    assert_non_null(strstr(json2, "expired"));
+    assert_int_equal(F->migrations, 0);
+    assert_int_equal(w->c->approvals_dropped, 2);
+    assert_int_equal(w->c->approvals_done, 0);
+    /* "all" of a plan this controller never made */
+    _cleanup_free_ char *text = xasprintf("all 12345 %.3f\n", (double)now_realtime_ns() / 1e9);
+    put(w->dir, "approvals", text, 0600);
+    _cleanup_free_ char *json3 = tick_json(w);
+    assert_non_null(strstr(json3, "approval of all of plan 12345 dropped"));
+    assert_int_equal(F->migrations, 0);
+    /* a hostile approvals file approves nothing and is left there */
+    approve(w, id, 0);
+    _cleanup_free_ char *path = xasprintf("%s/approvals", w->dir);
+    assert_int_equal(chmod(path, 0622), 0);
+    _cleanup_free_ char *json4 = tick_json(w);
+    assert_non_null(strstr(json4, "writable by group or others"));
+    assert_int_equal(F->migrations, 0);
+    assert_int_equal(access(path, F_OK), 0);
+}
+
+static void test_maintenance_evacuates(void **state)
+{
+    struct world *w = *state;
+    /* h1 holds vm1 and vm4 */
+    put(w->dir, "maintenance", "# hosts\nh1 1700000000\n", 0600);
+    for (int i = 0; i < 10; i++) {
+        tick(w);
+        assert_true(F->on[0]); /* never switched off */
+        assert_true(w->c->hosts[0].maintenance);
+    }
+    for (int v = 0; v < NV; v++)
+        assert_int_not_equal(F->where[v], 0); /* evacuated, and never a target */
+    assert_int_equal(hosts_on(), 2);          /* h1 (in maintenance) and the one packed */
+    _cleanup_free_ char *json = tick_json(w);
+    assert_non_null(strstr(json, "\"name\":\"h1\",\"state\":\"on\""));
+    assert_non_null(strstr(json, "\"maintenance\":true"));
+    /* back from maintenance: used again, and switched off when empty */
+    put(w->dir, "maintenance", "", 0600);
+    for (int i = 0; i < 6; i++)
+        tick(w);
+    assert_false(w->c->hosts[0].maintenance);
+    assert_int_equal(hosts_on(), 1);
+}
+
+/* A host off in maintenance is not switched on, even when load needs it. */
+static void test_maintenance_host_stays_off(void **state)
+{
+    struct world *w = *state;
+    for (int i = 0; i < 6; i++)
+        tick(w);
+    assert_int_equal(hosts_on(), 1);
+    int off = F->on[2] ? 1 : 2;
+    assert_false(F->on[off]);
+    _cleanup_free_ char *text = xasprintf("h%d 1700000000\n", off + 1);
+    put(w->dir, "maintenance", text, 0600);
+    for (int v = 0; v < NV; v++)
+        F->load[v] = 1.0; /* 4 busy VMs: three hosts' worth at pack 0.8 */
+    for (int i = 0; i < 10; i++) {
+        tick(w);
+        assert_false(F->on[off]);
+    }
+    assert_int_equal(hosts_on(), 2);
+}
+
+static void test_maintenance_file_hostile(void **state)
+{
+    struct world *w = *state;
+    put(w->dir, "maintenance", "h1 1700000000\n", 0600);
+    tick(w);
+    assert_true(w->c->hosts[0].maintenance);
+    static const struct {
+        const char *text;
+        mode_t mode;
+        const char *says;
+    } bad[] = {
+        {"h2 1700000000\n", 0666, "writable by group or others"},
+        {"h2 1700000000\n", 0620, "writable by group or others"},
+        {"h2 1700000000 x\n", 0600, "line 1: not a maintenance record"},
+        {"h2 1700000000\nh2 1700000001\n", 0600, "line 2: not a maintenance record"},
+        {"h2 -1\n", 0600, "line 1: not a maintenance record"},
+        {"h2  1700000000\n", 0600, "line 1: not a maintenance record"},
+        {"h2 1700000000", 0600, "has no end"},
+        {"h;2 1700000000\n", 0600, "line 1: not a maintenance record"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        put(w->dir, "maintenance", bad[i].text, bad[i].mode);
+        _cleanup_free_ char *json = tick_json(w);
+        if (!strstr(json, bad[i].says))
+            fail_msg("case %zu: '%s' not said: %s", i, bad[i].says, json);
+        assert_non_null(strstr(json, "maintenance unchanged"));
+        assert_true(w->c->hosts[0].maintenance); /* as it was */
+        assert_false(w->c->hosts[1].maintenance);
+    }
+    /* a symbolic link is not followed */
+    _cleanup_free_ char *path = xasprintf("%s/maintenance", w->dir);
+    _cleanup_free_ char *other = xasprintf("%s/elsewhere", w->dir);
+    put(w->dir, "elsewhere", "h2 1700000000\n", 0600);
+    unlink(path);
+    assert_int_equal(symlink(other, path), 0);
+    _cleanup_free_ char *json = tick_json(w);
+    assert_non_null(strstr(json, "is a symbolic link"));
+    assert_false(w->c->hosts[1].maintenance);
+    /* a host fleet.ini does not define: said, the others taken */
+    unlink(path);
+    put(w->dir, "maintenance", "h9 1700000000\nh2 1700000000\n", 0600);
+    _cleanup_free_ char *json2 = tick_json(w);
+    assert_non_null(strstr(json2, "names host 'h9', which test.ini does not define"));
+    assert_true(w->c->hosts[1].maintenance);
+    assert_false(w->c->hosts[0].maintenance);
+}
+
+static bool shared(int a, int b)
+{
+    return F->where[a] == F->where[b];
+}
+
+static void test_pin_and_anti_affinity(void **state)
+{
+    struct world *w = *state;
+    /* vm1 and vm4 start together on h1; vm2 on h2 */
+    reopen(w, "[pin]\nvm2 = h3\n[anti-affinity]\napart = vm1 vm4\n");
+    assert_int_equal(w->c->vm[1].pin, 2);
+    assert_int_equal(w->c->vm[0].group, 0);
+    assert_int_equal(w->c->vm[3].group, 0);
+    assert_int_equal(w->c->vm[2].group, -1);
+    for (int i = 0; i < 4; i++)
+        tick(w);
+    for (int i = 0; i < 8; i++) {
+        tick(w);
+        assert_false(shared(0, 3));
+        assert_int_equal(F->where[1], 2);
+    }
+    assert_int_equal(hosts_on(), 2); /* packed as far as the group allows */
+}
+
+static void test_constraints_refused(void **state)
+{
+    static const struct {
+        const char *sections;
+        int line; /* of the error, in SECTIONS */
+        const char *says;
+    } bad[] = {
+        {"[pin]\nvm1 = h9\n", 2, "[pin] vm1 = h9: no [host h9]"},
+        {"[pin]\nvm1 = h1 h2\n", 2, "[pin] vm1 = 'h1 h2': want one host name"},
+        {"[pin x]\n", 1, "[pin] takes no name"},
+        {"[pin]\nvm1 = h1\nvm1 = h2\n", 3, "vm 'vm1' is pinned twice (line "},
+        {"[anti-affinity]\na = vm1 vm2\nb = vm3 vm1\n", 3,
+         "vm 'vm1' is in two anti-affinity groups, a (line "},
+        {"[anti-affinity]\na = vm1 vm2\na = vm3 vm4\n", 3,
+         "[anti-affinity] group 'a' is defined twice"},
+        {"[anti-affinity]\na = vm1 vm1\n", 2, "[anti-affinity] a: 'vm1' is listed twice"},
+        {"[anti-affinity]\na = vm1\n", 2, "[anti-affinity] a = vm1: want two VMs"},
+        {"[anti-affinity]\na = vm1 vm2 vm3 vm4\n", 2,
+         "[anti-affinity] a: 4 VMs cannot run on 3 hosts"},
+        {"[anti-affinity]\na = vm1 ghost\n", 2, "[anti-affinity]: vm 'ghost' is not in vms"},
+        {"[pin]\nvm1 = h1\nvm2 = h1\n[anti-affinity]\na = vm1 vm2\n", 5,
+         "[anti-affinity] a: 'vm1' and 'vm2' are both pinned to h1"},
+    };
+    _cleanup_free_ char *head = xasprintf("%s/tmp/x%s", INI_HEAD, INI_TAIL);
+    int base = 0;
+    for (const char *p = head; *p; p++)
+        base += *p == '\n';
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        _cleanup_free_ char *ini = xasprintf("%s%s", head, bad[i].sections);
+        _cleanup_free_ char *want =
+            xasprintf("test.ini line %d: %s", base + bad[i].line, bad[i].says);
+        struct site s;
+        struct fleet_error err = {{0}};
+        if (site_parse(ini, strlen(ini), "test.ini", &s, &err) != -EINVAL)
+            fail_msg("case %zu accepted", i);
+        if (!strstr(err.msg, want))
+            fail_msg("case %zu: want '%s', got '%s'", i, want, err.msg);
+    }
+    static const struct {
+        const char *key, *says;
+    } keys[] = {
+        {"mode = auto\n", "test.ini line 5: mode = 'auto': want automatic|manual"},
+        {"destroy_stale_copy = maybe\n",
+         "test.ini line 5: destroy_stale_copy = 'maybe': want no|yes"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        _cleanup_free_ char *ini = xasprintf("%s/tmp/x\n%s%s", INI_HEAD, keys[i].key, INI_TAIL + 1);
+        struct site s;
+        struct fleet_error err = {{0}};
+        assert_int_equal(site_parse(ini, strlen(ini), "test.ini", &s, &err), -EINVAL);
+        if (!strstr(err.msg, keys[i].says))
+            fail_msg("key %zu: want '%s', got '%s'", i, keys[i].says, err.msg);
+    }
+    /* the good ones: hosts named after the sections too */
+    _cleanup_free_ char *ini = xasprintf("%s/tmp/x\nmode = Manual\n%s[pin]\nvm2 = h3 ; db\n"
+                                         "[anti-affinity]\nweb = vm1, vm4\nother = vm3 vm2\n"
+                                         "[host h4]\ntype = tiny\nuri = fake://4\nbmc = 1.2.3.4\n"
+                                         "bmc_user = a\nbmc_password = b\n",
+                                         INI_HEAD, INI_TAIL + 1);
+    struct site s;
+    struct fleet_error err = {{0}};
+    if (site_parse(ini, strlen(ini), "test.ini", &s, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.n_rules, 4);
+    assert_int_equal(s.n_groups, 2);
+    assert_string_equal(s.groups[1].name, "other");
+    assert_int_equal(s.mode, SITE_MANUAL);
+    const struct site_rule *r = site_rule_find(&s, "vm2");
+    assert_non_null(r);
+    assert_int_equal(r->pin, 2);
+    assert_int_equal(r->group, 1);
+    assert_int_equal(r->pin_line, base + 3);
+    assert_null(site_rule_find(&s, "vm5"));
+    site_free(&s);
+}
+
+/* vm3 runs on h3 and has a paused copy on h2 (a failed migration's). */
+static void test_destroy_stale_copy(void **state)
+{
+    struct world *w = *state;
+    F->stale[2] = 1;
+    for (int i = 0; i < 4; i++)
+        tick(w); /* without the switch: left alone */
+    assert_int_equal(F->stale[2], 1);
+    assert_int_equal(F->destroyed, 0);
+    reopen(w, "destroy_stale_copy = yes\n");
+    /* its twin's host does not answer: only the paused copy is seen */
+    F->hv_down[2] = true;
+    tick(w);
+    tick(w);
+    assert_int_equal(F->destroyed, 0);
+    F->hv_down[2] = false;
+    /* two copies that both run: neither is destroyed */
+    F->stale_runs[2] = true;
+    _cleanup_free_ char *json = tick_json(w);
+    assert_non_null(strstr(json, "vm 'vm3': 2 copies, 2 running: no copy destroyed"));
+    assert_int_equal(F->destroyed + F->destroy_busy, 0);
+    F->stale_runs[2] = false;
+    _cleanup_free_ char *json2 = tick_json(w);
+    assert_non_null(strstr(json2, "\"action\":\"destroy_copy\",\"vm\":\"vm3\",\"host\":\"h2\""));
+    assert_int_equal(F->destroyed, 1);
+    assert_int_equal(F->stale[2], -1);
+    assert_int_equal(F->where[2], 2); /* the running twin is untouched */
+    _cleanup_free_ char *journal = slurp(w->dir, "journal");
+    assert_non_null(strstr(journal, "begin destroy_copy vm=vm3 host=h2 twin=h3"));
+    assert_non_null(strstr(journal, "ok vm=vm3 host=h2"));
+    for (int i = 0; i < 6; i++)
+        tick(w);
+    assert_int_equal(hosts_on(), 1); /* then packed as usual */
+}
+
+/* The copy resumes between the plan and the act: the fresh lists catch it. */
+static void test_destroy_stale_copy_rechecked(void **state)
+{
+    struct world *w = *state;
+    reopen(w, "destroy_stale_copy = yes\nmode = manual\n");
+    F->stale[2] = 1;
+    tick(w);
+    char id[OPSTATE_ID_LEN + 1];
+    assert_true(pending_id(w->dir, "destroy the paused copy of vm3 on h2", id));
+    assert_int_equal(F->destroyed, 0); /* manual: not without an approval */
+    approve(w, id, 0);
+    F->stale_runs[2] = true; /* resumed meanwhile: now planned as two running copies */
+    tick(w);
+    assert_int_equal(F->destroyed + F->destroy_busy, 0);
+    assert_int_equal(w->c->approvals_dropped, 1);
+}
+
+/* The VM index grew after the planner was made: index_grow() freed the
+ * planner and left c->planner pointing at it (a use after free ASan sees
+ * at the next tick), and controller_close() never freed it. */
+static void test_index_grows_after_planning(void **state)
+{
+    struct world *w = *state;
+    tick(w);
+    for (int i = 0; i < 100; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "seen%d", i);
+        assert_true(ctl_vm_index(w->c, name, true) >= 0);
+    }
+    tick(w);
+    tick(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -836,6 +1314,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_observing_switches_nothing_on, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observing_overload_acts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_with_history_acts_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_grows_after_planning, setup, teardown),
+        cmocka_unit_test(test_constraints_refused),
+        cmocka_unit_test_setup_teardown(test_manual_holds_without_approval, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manual_executes_exactly_the_approved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manual_stale_approvals_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_maintenance_evacuates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_maintenance_host_stays_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_maintenance_file_hostile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pin_and_anti_affinity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_stale_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_stale_copy_rechecked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

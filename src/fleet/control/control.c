@@ -45,7 +45,6 @@ static void index_grow(struct controller *c)
 {
     size_t cap = c->vm_index_cap ? c->vm_index_cap * 2 : 64;
     free(c->vm_index);
-    watt_planner_free(c->planner);
     c->vm_index = xmalloc(cap * sizeof(*c->vm_index));
     for (size_t k = 0; k < cap; k++)
         c->vm_index[k] = -1;
@@ -70,6 +69,11 @@ int32_t ctl_vm_index(struct controller *c, const char *name, bool add)
     *v = (struct ctl_vm){
         .host = -1, .seen_on = -1, .prev_host = -1, .util = NAN, .pin = -1, .group = -1};
     snprintf(v->name, sizeof(v->name), "%s", name);
+    const struct site_rule *rule = site_rule_find(c->site, name); /* fleet.ini's pin, group */
+    if (rule) {
+        v->pin = rule->pin;
+        v->group = rule->group;
+    }
     /* the listed VMs are all added at open (and set managed there) */
     v->managed = !c->site->vms_listed;
     int32_t vi = (int32_t)c->n_vm++;
@@ -386,6 +390,8 @@ void controller_close(struct controller *c)
     free(c->hosts);
     free(c->vm);
     free(c->vm_index);
+    watt_planner_free(c->planner);
+    ctl_operator_free(c);
     if (c->vms)
         c->vms->close(c->vms);
     if (c->power)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fleet/control/opstate.h"
 #include "fleet/control/site.h"
 #include "fleet/engine/exec.h"
 #include "fleet/model/view.h"
@@ -72,7 +73,12 @@ struct ctl_vm {
     int32_t group; /* its anti-affinity group, -1: none */
 };
 
-enum ctl_action_kind { CTL_MIGRATE, CTL_POWER_ON, CTL_POWER_OFF };
+enum ctl_action_kind {
+    CTL_MIGRATE,
+    CTL_POWER_ON,
+    CTL_POWER_OFF,
+    CTL_DESTROY_COPY, /* destroy_stale_copy: the paused copy of VM on HOST, its twin on SRC */
+};
 
 struct ctl_action {
     enum ctl_action_kind kind;
@@ -82,6 +88,8 @@ struct ctl_action {
     int32_t host;                        /* power actions */
     double vm_mips, load_mips, cap_mips; /* the policy's forecast (model/view.h) */
     char why[160];
+    char id[OPSTATE_ID_LEN + 1]; /* stable across ticks (opstate_action_id) */
+    bool held;                   /* manual mode: not approved, not executed */
     /* after execution */
     int rc;
     char result[900];
@@ -90,7 +98,7 @@ struct ctl_action {
 struct ctl_plan {
     struct ctl_action *v;
     size_t n, cap;
-    char notes[8][256]; /* why something was not done ("min_hosts_on holds h1 on") */
+    char notes[16][256]; /* why something was not done ("min_hosts_on holds h1 on") */
     size_t n_notes;
     double forecast_mips, capacity_on_mips;
     bool observing;                      /* the policy's history is short: only overloads act */
@@ -155,6 +163,13 @@ struct controller {
     unsigned long migrations_ok, migrations_failed, power_ons, power_offs, power_failed;
     unsigned long safety_refusals, vms_missing;
     char last_error[512];
+    /* control_manual.c: the operator's files, manual mode; control_copies.c */
+    char maint_error[320];     /* the maintenance file was refused: why ("" fine) */
+    unsigned plan_kinds[4];    /* this tick's plan by enum ctl_action_kind */
+    unsigned plan_pending;     /* of which held for an approval */
+    uint64_t plan_serial;      /* plan.json's "plan" */
+    struct ctl_recent *recent; /* the last plans' pending IDs, for "approve all" */
+    unsigned long approvals_done, approvals_dropped, copies_destroyed;
 };
 
 /* control.c */
@@ -219,6 +234,26 @@ int ctl_history_save(const struct controller *c, double now_unix_s, struct fleet
 
 /* control_act.c */
 void ctl_execute(struct controller *c, struct ctl_plan *p);
+
+/* control_manual.c: before planning, the maintenance file into
+ * hosts[].maintenance (kept as it was when the file is refused). */
+void ctl_operator_read(struct controller *c);
+/* After planning: destroy_stale_copy's actions, every action's ID, the
+ * notes; in manual mode the approvals taken, the plan ordered approved
+ * first and *RET_N_RUN set to how many to execute (automatic: all). */
+void ctl_operator_plan(struct controller *c, struct ctl_plan *p, size_t *ret_n_run);
+/* After executing: manual mode writes plan.json; the metrics' counts. */
+void ctl_operator_done(struct controller *c, struct ctl_plan *p);
+void ctl_operator_metrics(const struct controller *c, FILE *f);
+void ctl_operator_free(struct controller *c);
+const char *ctl_action_name(enum ctl_action_kind k); /* "migrate", "power_on", ... */
+/* "migrate vm1 h1 -> h2", "switch off h3", ... */
+void ctl_action_describe(const struct controller *c, const struct ctl_action *a, char *buf,
+                         size_t size);
+
+/* control_copies.c: destroy_stale_copy */
+void ctl_copies_plan(struct controller *c, struct ctl_plan *p);
+void ctl_copies_execute(struct controller *c, struct ctl_plan *p);
 
 /* control_journal.c: one line per record, fsynced, in state_dir/journal. */
 /* READ_ONLY: a dry run's view (no directory made, nothing written). */

@@ -216,8 +216,10 @@ static void power(struct controller *c, struct ctl_action *a, bool on)
 
 void ctl_execute(struct controller *c, struct ctl_plan *p)
 {
-    /* hosts first on, so that capacity is coming; then migrations; then,
-     * with the migrations' outcome known, the power-offs */
+    /* stale copies first (control_copies.c); hosts on, so that capacity
+     * is coming; then migrations; then, with the migrations' outcome
+     * known, the power-offs */
+    ctl_copies_execute(c, p);
     for (size_t i = 0; i < p->n; i++)
         if (p->v[i].kind == CTL_POWER_ON)
             power(c, &p->v[i], true);

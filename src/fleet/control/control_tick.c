@@ -11,22 +11,6 @@
 #include "base/util.h"
 #include "fleet/control/control.h"
 
-static const char *action_name(enum ctl_action_kind k)
-{
-    return k == CTL_MIGRATE ? "migrate" : k == CTL_POWER_ON ? "power_on" : "power_off";
-}
-
-static void describe(const struct controller *c, const struct ctl_action *a, char *buf, size_t size)
-{
-    const struct site *s = c->site;
-    if (a->kind == CTL_MIGRATE)
-        snprintf(buf, size, "migrate %s %s -> %s", c->vm[a->vm].name, s->hosts[a->src].name,
-                 s->hosts[a->dst].name);
-    else
-        snprintf(buf, size, "%s %s", a->kind == CTL_POWER_ON ? "switch on" : "switch off",
-                 s->hosts[a->host].name);
-}
-
 /* VMs named in fleet.ini that run nowhere: said every tick, with why. */
 static void missing_vms(struct controller *c, struct ctl_plan *p)
 {
@@ -93,6 +77,8 @@ static void report_text(const struct controller *c, const struct ctl_plan *p, bo
             if (c->vm[i].host == (int32_t)hi)
                 text_printf(out, " %s(%.0f%%)", c->vm[i].name,
                             isnan(c->vm[i].util) ? 0.0 : 100 * c->vm[i].util);
+        if (h->maintenance)
+            text_printf(out, "  (maintenance)");
         if (h->err[0])
             text_printf(out, "  [%s]", h->err);
         fputc('\n', out);
@@ -101,9 +87,12 @@ static void report_text(const struct controller *c, const struct ctl_plan *p, bo
         text_printf(out, "  note: %s\n", p->notes[i]);
     for (size_t i = 0; i < p->n; i++) {
         char what[300];
-        describe(c, &p->v[i], what, sizeof(what));
-        if (executed)
+        ctl_action_describe(c, &p->v[i], what, sizeof(what));
+        if (executed && !p->v[i].held)
             text_printf(out, "  %s: %s\n", what, p->v[i].result);
+        else if (s->mode == SITE_MANUAL)
+            text_printf(out, "  plan: %s (%s) [%s, awaiting approval]\n", what, p->v[i].why,
+                        p->v[i].id);
         else
             text_printf(out, "  plan: %s (%s)\n", what, p->v[i].why);
     }
@@ -122,6 +111,7 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
     json_kv_u64(&j, "tick", c->ticks);
     json_kv_double(&j, "time", (double)now_realtime_ns() / 1e9);
     json_kv_bool(&j, "dry_run", c->opt.dry_run);
+    json_kv_string(&j, "mode", s->mode == SITE_MANUAL ? "manual" : "automatic");
     json_kv_double(&j, "forecast_mips", p->forecast_mips);
     json_kv_double(&j, "capacity_on_mips", p->capacity_on_mips);
     json_kv_double(&j, "observe_s", p->observe_s);
@@ -141,6 +131,7 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
         json_kv_string(&j, "bmc", h->bmc_ok ? fx_power_name(h->bmc) : "no answer");
         json_kv_bool(&j, "hypervisor", h->hv_ok);
         json_kv_double(&j, "watts", h->watts);
+        json_kv_bool(&j, "maintenance", h->maintenance);
         json_kv_string(&j, "error", h->err[0] ? h->err : NULL);
         json_object_end(&j);
     }
@@ -165,17 +156,22 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
     for (size_t i = 0; i < p->n; i++) {
         const struct ctl_action *a = &p->v[i];
         json_object_begin(&j);
-        json_kv_string(&j, "action", action_name(a->kind));
+        json_kv_string(&j, "id", a->id);
+        json_kv_string(&j, "action", ctl_action_name(a->kind));
         if (a->kind == CTL_MIGRATE) {
             json_kv_string(&j, "vm", c->vm[a->vm].name);
             json_kv_string(&j, "src", s->hosts[a->src].name);
             json_kv_string(&j, "dst", s->hosts[a->dst].name);
         } else {
+            if (a->kind == CTL_DESTROY_COPY)
+                json_kv_string(&j, "vm", c->vm[a->vm].name);
             json_kv_string(&j, "host", s->hosts[a->host].name);
         }
+        json_kv_string(&j, "reason",
+                       a->kind == CTL_DESTROY_COPY ? "stale_copy" : fleet_reason_name(a->reason));
         json_kv_string(&j, "why", a->why);
-        json_kv_bool(&j, "executed", executed);
-        if (executed) {
+        json_kv_bool(&j, "executed", executed && !a->held);
+        if (executed && !a->held) {
             json_kv_bool(&j, "ok", a->rc == 0);
             json_kv_string(&j, "result", a->result);
         }
@@ -205,6 +201,7 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
     c->ticks++;
     uint64_t t0 = now_monotonic_ns();
     ctl_observe(c);
+    ctl_operator_read(c); /* maintenance (control_manual.c) */
     uint64_t t1 = now_monotonic_ns();
     struct ctl_plan p = {0};
     int r = ctl_plan_make(c, &p);
@@ -212,15 +209,21 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
         return r;
     missing_vms(c, &p);
     memory_notes(c, &p);
+    size_t n_run; /* manual mode: the approved actions, first in P */
+    ctl_operator_plan(c, &p, &n_run);
     uint64_t t2 = now_monotonic_ns();
-    bool execute = !c->opt.dry_run && p.n > 0;
-    if (execute)
-        ctl_execute(c, &p);
+    bool execute = !c->opt.dry_run && n_run > 0;
+    if (execute) {
+        struct ctl_plan run = p;
+        run.n = n_run;
+        ctl_execute(c, &run);
+    }
     if (!c->opt.dry_run) {
         struct fleet_error err = {{0}};
         if (ctl_history_save(c, c->now_unix_s, &err) < 0)
             ctl_plan_note(&p, "%s: a restart will observe afresh", err.msg);
     }
+    ctl_operator_done(c, &p);
     p.observe_s = (double)(t1 - t0) / 1e9;
     p.plan_s = (double)(t2 - t1) / 1e9;
     p.execute_s = (double)(now_monotonic_ns() - t2) / 1e9;
@@ -293,4 +296,5 @@ void controller_metrics(const struct controller *c, FILE *f)
             "# TYPE watt_fleet_history_samples gauge\nwatt_fleet_history_samples %u\n",
             c->migrations_ok, c->migrations_failed, c->power_ons, c->power_offs, c->power_failed,
             c->safety_refusals, c->vms_missing, c->ticks, !warm, have);
+    ctl_operator_metrics(c, f);
 }

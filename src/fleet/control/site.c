@@ -17,9 +17,10 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "fleet/control/site.h"
+#include "fleet/control/site_rules.h"
 #include "fleet/engine/exec.h"
 
-enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE };
+enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE, S_PIN, S_AFFINITY };
 
 #define MAX_ENGINE_SECTIONS 16
 
@@ -39,6 +40,7 @@ struct ctx {
     char (*type_names)[FLEET_NAME_MAX]; /* the [type NAME] sections */
     size_t n_type_names;
     int *host_type_line;
+    struct site_rules_pending *rules; /* [pin], [anti-affinity] (site_rules.c) */
 };
 
 static char *trim(char *s)
@@ -226,12 +228,27 @@ static int on_vms(struct ctx *c, const char *val)
     return 0;
 }
 
+/* VAL, one of WORDS (any case), as its index in *RET. */
+static int pick(struct ctx *c, const char *key, const char *val, const char *const *words, size_t n,
+                int *ret)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(val, words[i]) == 0) {
+            *ret = (int)i;
+            return 0;
+        }
+    char want[160] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s", i ? "|" : "", words[i]);
+    return FAIL(c, "%s = '%.40s': want %s", key, val, want);
+}
+
 static int on_controller(struct ctx *c, const char *key, const char *val)
 {
     struct site *s = c->s;
     struct site_limits *l = &s->limits;
     double v;
-    int r;
+    int r, e = 0;
     static const struct {
         const char *key;
         size_t off;
@@ -264,6 +281,18 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
     }
     if (streq(key, "vms"))
         return on_vms(c, val);
+    if (streq(key, "mode")) {
+        static const char *const run_modes[] = {"automatic", "manual"};
+        r = pick(c, key, val, run_modes, ARRAY_SIZE(run_modes), &e);
+        s->mode = (enum site_mode)e;
+        return r;
+    }
+    if (streq(key, "destroy_stale_copy")) {
+        static const char *const no_yes[] = {"no", "yes"};
+        r = pick(c, key, val, no_yes, ARRAY_SIZE(no_yes), &e);
+        s->destroy_stale_copy = e == 1;
+        return r;
+    }
     if (streq(key, "policy")) {
         struct fleet_watt_params wp;
         struct fleet_error pe;
@@ -279,7 +308,7 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
                            streq(key, "power") ? &s->power_engine : &s->vm_engine);
     return on_engine_key(c, FX_IN_CONTROLLER, key, val, "[controller]",
                          "interval_s, vms, policy, spare, min_hosts_on, state_dir, vm_engine, "
-                         "power");
+                         "power, mode, destroy_stale_copy");
 }
 
 static int on_host(struct ctx *c, const char *key, const char *val)
@@ -345,6 +374,10 @@ static int on_key(struct ctx *c, char *line)
         snprintf(where, sizeof(where), "[%s]", c->engine_section);
         return on_engine_key(c, FX_IN_SECTION, key, val, where, "");
     }
+    case S_PIN:
+        return site_rules_pin(&c->rules, key, val, c->line, c->msg, sizeof(c->msg));
+    case S_AFFINITY:
+        return site_rules_group(&c->rules, c->s, key, val, c->line, c->msg, sizeof(c->msg));
     case S_TYPE:
         return 0; /* fleet_hosts_parse() reads these */
     case S_NONE:
@@ -423,6 +456,12 @@ static int on_section(struct ctx *c, char *line)
         c->sect = S_HOST;
         return new_host(c, arg);
     }
+    if (strcasecmp(name, "pin") == 0 || strcasecmp(name, "anti-affinity") == 0) {
+        if (*arg)
+            return FAIL(c, "[%s] takes no name", name);
+        c->sect = strcasecmp(name, "pin") == 0 ? S_PIN : S_AFFINITY;
+        return 0;
+    }
     char want[200] = "";
     for (size_t i = 0; fx_engines[i]; i++) {
         const char *sec = fx_engines[i]->section;
@@ -433,8 +472,10 @@ static int on_section(struct ctx *c, char *line)
         if (!strstr(want, sec))
             snprintf(want + strlen(want), sizeof(want) - strlen(want), ", [%s]", sec);
     }
-    return FAIL(c, "unknown section [%.60s] (want [controller], [type NAME], [host NAME]%s)", name,
-                want);
+    return FAIL(c,
+                "unknown section [%.60s] (want [controller], [type NAME], [host NAME], [pin], "
+                "[anti-affinity]%s)",
+                name, want);
 }
 
 /* Every line: sections and keys, with the type sections kept in
@@ -603,7 +644,7 @@ static int validate(struct ctx *c)
     }
     if (!s->state_dir)
         s->state_dir = xstrdup("/var/lib/watt/fleet");
-    return 0;
+    return site_rules_finish(&c->rules, s, c->msg, sizeof(c->msg), &c->line);
 }
 
 int site_parse(const char *text, size_t len, const char *origin, struct site *ret,
@@ -638,6 +679,7 @@ int site_parse(const char *text, size_t len, const char *origin, struct site *re
     free(c.host_type);
     free(c.host_type_line);
     free(c.type_names);
+    site_rules_pending_free(c.rules);
     if (r < 0) {
         site_free(&s);
         return r;
@@ -667,6 +709,8 @@ void site_free(struct site *s)
     free(s->policy);
     free(s->state_dir);
     free(s->origin);
+    free(s->rules);
+    free(s->groups);
     *s = (struct site){0};
 }
 

@@ -42,6 +42,26 @@ struct site_vm {
     int line;                      /* where fleet.ini names it, 0: discovered */
 };
 
+/* The operator's constraints on one VM ([pin], [anti-affinity];
+ * site_rules.c). */
+struct site_rule {
+    char vm[FLEET_NAME_MAX * 2];
+    int32_t pin;   /* the host it must run on, -1: any */
+    int32_t group; /* its anti-affinity group (index into site.groups), -1: none */
+    int pin_line, group_line;
+};
+
+/* An anti-affinity group: no two of its VMs on one host. */
+struct site_group {
+    char name[FLEET_NAME_MAX];
+    int line; /* its NAME = line in [anti-affinity] */
+    uint32_t n_vms;
+};
+
+/* automatic: execute the plan (the default); manual: write it to
+ * state_dir/plan.json and execute only what an operator approved. */
+enum site_mode { SITE_AUTOMATIC, SITE_MANUAL };
+
 struct site_limits {
     double interval_s;          /* control loop period, default 300 */
     unsigned max_concurrent;    /* migrations at once over the fleet, default 2 */
@@ -70,6 +90,13 @@ struct site {
     char *policy;      /* watt policy tunables "pack=0.8,..." (fleet_options.watt_params) */
     char *state_dir;   /* journal and state, default /var/lib/watt/fleet */
     int password_line; /* the first bmc_password = line; 0: the file holds none */
+    /* the operator's (site_rules.c, docs/fleet-run.md) */
+    enum site_mode mode;
+    bool destroy_stale_copy; /* destroy a paused copy whose running twin answers */
+    struct site_rule *rules; /* every VM pinned or in a group, sorted by name */
+    size_t n_rules;
+    struct site_group *groups;
+    size_t n_groups;
 };
 
 /* Parse fleet.ini. ORIGIN names the text in errors ("fleet.ini line 12: ..."). */
@@ -89,3 +116,5 @@ int site_engine_key(struct site *s, const char *section, size_t hi, const char *
                     const char *val, struct fleet_error *err);
 /* Free what the engines parsed (site_free() does it too). */
 void site_engines_free(struct site *s);
+/* The constraints on the VM named NAME, or NULL (site_rules.c). */
+const struct site_rule *site_rule_find(const struct site *s, const char *name);

@@ -67,6 +67,10 @@ struct fx_vms {
     int (*migrate)(struct fx_vms *x, const char *vm, size_t src, size_t dst, double timeout_s,
                    struct fleet_error *err);
     void (*close)(struct fx_vms *x);
+    /* Optional (NULL: the engine cannot). Destroy (hard stop) VM's copy on
+     * host HI only if it is paused there, as a failed migration leaves it:
+     * -EBUSY if it runs, -ENOENT if it is not active there. */
+    int (*destroy_paused)(struct fx_vms *x, const char *vm, size_t hi, struct fleet_error *err);
 };
 
 struct fx_power {

@@ -817,6 +817,46 @@ static int lv_migrate(struct fx_vms *x, const char *vm, size_t src, size_t dst, 
     return r;
 }
 
+/* ---- destroy a paused copy ------------------------------------------------------ */
+
+/* The state is read again right before the destroy, on the worker: a
+ * copy that was resumed meanwhile is left alone. */
+static int lv_destroy_fn(struct lv_job *j)
+{
+    virDomainPtr d = virDomainLookupByName(j->conn, j->vm);
+    if (!d)
+        return lv_fail(j);
+    int state, reason, r = 0;
+    if (virDomainGetState(d, &state, &reason, 0) < 0) {
+        r = lv_fail(j);
+    } else if (state == VIR_DOMAIN_SHUTOFF || state == VIR_DOMAIN_NOSTATE) {
+        snprintf(j->msg, sizeof(j->msg), "it is not active");
+        r = -ENOENT;
+    } else if (state != VIR_DOMAIN_PAUSED) {
+        snprintf(j->msg, sizeof(j->msg), "it is not paused (state %d): left alone", state);
+        r = -EBUSY;
+    } else if (virDomainDestroy(d) < 0) {
+        r = lv_fail(j);
+    }
+    virDomainFree(d);
+    return r;
+}
+
+static int lv_destroy_paused(struct fx_vms *x, const char *vm, size_t hi, struct fleet_error *err)
+{
+    struct lv *lv = (struct lv *)x;
+    virConnectPtr conn;
+    int r = lv_host_conn(lv, hi, LV_OPEN_TIMEOUT_S, &conn, err);
+    if (r < 0)
+        return r;
+    struct lv_job *j = lv_job_new(lv_destroy_fn);
+    j->conn = conn;
+    j->vm = xstrdup(vm);
+    r = lv_host_call(lv, hi, j, LV_CALL_TIMEOUT_S, "cannot destroy the paused copy", err);
+    lv_job_unref(j);
+    return r;
+}
+
 /* ---- open and close ------------------------------------------------------------ */
 
 static void lv_close(struct fx_vms *x)
@@ -847,8 +887,11 @@ int fx_libvirt_open(const struct site *site, struct fx_vms **ret, struct fleet_e
         return r;
     }
     struct lv *lv = xcalloc(1, sizeof(*lv));
-    lv->pub = (struct fx_vms){
-        .name = "libvirt", .list = lv_list, .migrate = lv_migrate, .close = lv_close};
+    lv->pub = (struct fx_vms){.name = "libvirt",
+                              .list = lv_list,
+                              .migrate = lv_migrate,
+                              .close = lv_close,
+                              .destroy_paused = lv_destroy_paused};
     lv->site = site;
     lv->hosts = xcalloc(site->n_hosts + 1, sizeof(*lv->hosts));
     for (size_t i = 0; i < site->n_hosts; i++)
