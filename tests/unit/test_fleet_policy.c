@@ -226,6 +226,15 @@ static void test_drain_and_power(void **state)
         }
     assert_true(p.cap_mips >= p.need_mips);
     fleet_plan_free(&p);
+    /* running something the view does not list (a VM's second copy):
+     * never switched off, never drained */
+    f.hosts[2].busy = true;
+    f.hosts[1].busy = true;
+    watt_plan(w, &f.view, &p);
+    assert_int_equal(count(&p, FLEET_ACT_POWER_OFF), 0);
+    assert_null(find_move(&p, 2));
+    fleet_plan_free(&p);
+    f.hosts[1].busy = f.hosts[2].busy = false;
     /* empty for one decision only: stays on */
     f.hosts[2].empty_ticks = 0;
     watt_plan(w, &f.view, &p);

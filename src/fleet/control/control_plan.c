@@ -173,6 +173,13 @@ void ctl_view_make(const struct controller *c, struct fleet_view *ret, struct ct
          * the decisions before it */
         h->empty_ticks = ch->empty_ticks ? ch->empty_ticks - 1 : 0;
         h->maintenance = ch->maintenance;
+        /* an active domain here that the view does not plan for here (a
+         * second copy, a VM seen on two hosts): the host is not empty */
+        for (size_t k = 0; ch->state == CTL_ON && k < ch->doms.n && !h->busy; k++) {
+            const struct fx_domain *d = &ch->doms.v[k];
+            int32_t vi = d->active ? ctl_vm_index((struct controller *)c, d->name, false) : -1;
+            h->busy = d->active && (vi < 0 || buf->vms[vi].host != (int32_t)hi);
+        }
     }
     *ret = (struct fleet_view){
         .hosts = buf->hosts,

@@ -37,6 +37,8 @@ struct fleet_view_host {
     uint32_t n_in, n_out; /* migrations in flight */
     uint32_t empty_ticks; /* earlier decisions in a row it ended on and empty */
     bool maintenance;     /* evacuated, never a target, never switched on or off */
+    bool busy;            /* runs something the view does not list (a second copy of a
+                           * VM, a domain not planned for): never drained, never off */
 };
 
 struct fleet_view_vm {

@@ -752,7 +752,7 @@ static void manage_power(struct watt_planner *w)
         bool up = w->power[hi] == FLEET_ON || w->power[hi] == FLEET_BOOTING;
         if (up && !v->hosts[hi].maintenance)
             free_cap += w->hcap[hi] * w->p.pack - w->load[hi];
-        if (w->power[hi] == FLEET_ON && host_n(w, (int32_t)hi) == 0)
+        if (w->power[hi] == FLEET_ON && host_n(w, (int32_t)hi) == 0 && !v->hosts[hi].busy)
             empty_ticks[hi] = v->hosts[hi].empty_ticks + 1;
     }
     double reserve = need * w->p.spare;
@@ -805,7 +805,7 @@ void watt_plan(struct watt_planner *w, const struct fleet_view *v, struct fleet_
         size_t n = 0;
         for (size_t hi = 0; hi < v->n_hosts; hi++) {
             if (!host_n(w, (int32_t)hi) || !host_usable(w, (int32_t)hi) || w->n_in[hi] ||
-                w->n_out[hi] || v->hosts[hi].maintenance)
+                w->n_out[hi] || v->hosts[hi].maintenance || v->hosts[hi].busy)
                 continue;
             if (w->load[hi] >= w->hcap[hi] * w->p.low)
                 continue;
