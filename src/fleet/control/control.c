@@ -342,10 +342,7 @@ int controller_open_engines(const struct site *site, const struct ctl_options *o
     }
     int r = 0;
     if (!opt->dry_run) {
-        if (mkdir(site->state_dir, 0700) < 0 && errno != EEXIST) {
-            r = -errno;
-            fleet_error_set(err, "cannot create %s: %s", site->state_dir, strerror(-r));
-        }
+        r = ctl_journal_mkdir(site->state_dir, err);
         if (r == 0)
             r = take_lock(c, err);
         if (r == 0)
