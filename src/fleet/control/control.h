@@ -153,6 +153,10 @@ void ctl_capacity(const struct controller *c, int32_t skip, double *ret_cap, dou
 
 /* control_act.c */
 void ctl_execute(struct controller *c, struct ctl_plan *p);
+/* Close every begin of the journal that no end closes (a crash, or an end
+ * record that could not be written) from this tick's observation: "end N
+ * recovered ... outcome=done|failed|unknown". Never acts. */
+void ctl_recover(struct controller *c);
 
 /* control_journal.c: one line per record, fdatasync'd, in state_dir/journal.
  * Safe to call from several threads at once: numbers are taken and lines
@@ -182,9 +186,11 @@ int ctl_journal_unword(const char *s, char *out, size_t size);
  * the journal's lock and must not call the journal. */
 void ctl_journal_migrations_since(struct ctl_journal *j, double since_unix_s,
                                   void (*fn)(void *ctx, const char *vm), void *ctx);
-/* Tests: the journal's write(2) and fdatasync(2), to make them fail. */
+/* Tests: the journal's write(2), fdatasync(2) and ftruncate(2), to make
+ * them fail. */
 struct ctl_journal_io {
     ssize_t (*write)(int fd, const void *buf, size_t len);
     int (*fdatasync)(int fd);
+    int (*ftruncate)(int fd, off_t len);
 };
 void ctl_journal_set_io(struct ctl_journal *j, const struct ctl_journal_io *io);

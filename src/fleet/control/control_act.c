@@ -264,3 +264,72 @@ void ctl_execute(struct controller *c, struct ctl_plan *p)
         power(c, a, false);
     }
 }
+
+/* ---- what a crash left open ------------------------------------------ */
+
+/* Where VM is active this tick: "h2", "h1,h3", or "-". */
+static void vm_hosts(const struct controller *c, const char *vm, char *buf, size_t size)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t hi = 0; hi < c->site->n_hosts && o < size; hi++) {
+        const struct fx_domain *d = fx_list_find(&c->hosts[hi].doms, vm);
+        if (c->hosts[hi].hv_ok && d && d->active)
+            o += (size_t)snprintf(buf + o, size - o, "%s%s", o ? "," : "", c->site->hosts[hi].name);
+    }
+    if (!buf[0])
+        snprintf(buf, size, "-");
+}
+
+/* done: the VM runs on DST alone; failed: on SRC alone; unknown: anything
+ * else (a third host, nowhere, two copies, or SRC or DST did not answer:
+ * a migration the crash did not stop may still be running). */
+static void recover_migration(struct controller *c, long seq, const char *word, const char *src,
+                              const char *dst)
+{
+    char vm[FLEET_NAME_MAX * 2] = "", on[1024];
+    ssize_t s = site_host_find(c->site, src), d = site_host_find(c->site, dst);
+    int32_t v = ctl_journal_unword(word, vm, sizeof(vm)) == 0 ? ctl_vm_index(c, vm, false) : -1;
+    const char *outcome = "unknown";
+    if (v >= 0 && s >= 0 && d >= 0 && c->hosts[s].hv_ok && c->hosts[d].hv_ok &&
+        c->vm[v].copies == 1)
+        outcome = c->vm[v].host == d ? "done" : c->vm[v].host == s ? "failed" : "unknown";
+    vm_hosts(c, vm, on, sizeof(on));
+    ctl_journal_end(c->journal, seq, "recovered vm=%s on=%s copies=%u outcome=%s", word, on,
+                    v >= 0 ? c->vm[v].copies : 0, outcome);
+}
+
+/* power_on done when the BMC says on, failed when it says off; power_off
+ * done when it says off (still on: the soft off may be under way). */
+static void recover_power(struct controller *c, long seq, bool on, const char *host)
+{
+    ssize_t h = site_host_find(c->site, host);
+    const char *state = h >= 0 ? ctl_host_state_name(c->hosts[h].state) : "unknown";
+    const char *outcome = "unknown";
+    if (h >= 0 && c->hosts[h].bmc_ok && c->hosts[h].bmc != FX_POWER_UNKNOWN) {
+        bool is_on = c->hosts[h].bmc == FX_POWER_ON;
+        outcome = is_on == on ? "done" : on ? "failed" : "unknown";
+    }
+    ctl_journal_end(c->journal, seq, "recovered host=%s state=%s outcome=%s", host, state, outcome);
+}
+
+void ctl_recover(struct controller *c)
+{
+    /* the widths in the sscanf formats below */
+    _Static_assert(FLEET_NAME_MAX == 48, "ctl_recover(): %287s and %47s follow FLEET_NAME_MAX");
+    char **open_lines = NULL;
+    size_t n = ctl_journal_open_actions(c->journal, &open_lines);
+    for (size_t i = 0; i < n; i++) {
+        long seq = strtol(open_lines[i], NULL, 10);
+        char word[FLEET_NAME_MAX * 6], src[FLEET_NAME_MAX], dst[FLEET_NAME_MAX], what[8];
+        if (sscanf(open_lines[i], "%*s migrate vm=%287s src=%47s dst=%47s", word, src, dst) == 3)
+            recover_migration(c, seq, word, src, dst);
+        else if (sscanf(open_lines[i], "%*s power_%7[onf] host=%47s", what, src) == 2 &&
+                 (streq(what, "on") || streq(what, "off")))
+            recover_power(c, seq, streq(what, "on"), src);
+        else
+            ctl_journal_end(c->journal, seq, "recovered outcome=unknown");
+        free(open_lines[i]);
+    }
+    free(open_lines);
+}

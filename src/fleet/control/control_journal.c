@@ -240,7 +240,7 @@ int ctl_journal_open(const char *dir, bool read_only, struct ctl_journal **ret,
     j->fd = -1;
     j->next_seq = 1;
     j->read_only = read_only;
-    j->io = (struct ctl_journal_io){sys_write, fdatasync};
+    j->io = (struct ctl_journal_io){sys_write, fdatasync, ftruncate};
     pthread_mutex_init(&j->lock, NULL);
     int r;
     if (read_only) {
@@ -333,7 +333,7 @@ static int sync_file(struct ctl_journal *j)
  * fails. */
 static int cut_back(struct ctl_journal *j)
 {
-    if (ftruncate(j->fd, j->good_end) < 0) {
+    if (j->io.ftruncate(j->fd, j->good_end) < 0) {
         j->cut_due = true;
         return -errno;
     }
