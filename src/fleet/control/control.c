@@ -288,38 +288,6 @@ static int take_lock(struct controller *c, struct fleet_error *err)
     return 0;
 }
 
-/* Close the records a crash left open with what the fleet shows now:
- * nothing is done again blindly; the next plan starts from the facts. */
-static void recover(struct controller *c)
-{
-    /* the widths in the sscanf formats below */
-    _Static_assert(FLEET_NAME_MAX == 48, "recover(): %287s and %47s follow FLEET_NAME_MAX");
-    char **open_lines = NULL;
-    size_t n = ctl_journal_open_actions(c->journal, &open_lines);
-    if (n)
-        ctl_observe(c);
-    for (size_t i = 0; i < n; i++) {
-        long seq = strtol(open_lines[i], NULL, 10);
-        char word[FLEET_NAME_MAX * 6] = "", vm[FLEET_NAME_MAX * 2] = "", host[FLEET_NAME_MAX] = "";
-        const char *where = "unknown";
-        if (sscanf(open_lines[i], "%*s migrate vm=%287s", word) == 1) {
-            int32_t v =
-                ctl_journal_unword(word, vm, sizeof(vm)) == 0 ? ctl_vm_index(c, vm, false) : -1;
-            if (v >= 0 && c->vm[v].host >= 0)
-                where = c->site->hosts[c->vm[v].host].name;
-            ctl_journal_end(c->journal, seq, "recovered vm=%s on=%s", word, where);
-        } else if (sscanf(open_lines[i], "%*s power_%*s host=%47s", host) == 1) {
-            ssize_t h = site_host_find(c->site, host);
-            where = h >= 0 ? ctl_host_state_name(c->hosts[h].state) : "unknown";
-            ctl_journal_end(c->journal, seq, "recovered host=%s state=%s", host, where);
-        } else {
-            ctl_journal_end(c->journal, seq, "recovered");
-        }
-        free(open_lines[i]);
-    }
-    free(open_lines);
-}
-
 int controller_open(const struct site *site, const struct ctl_options *opt, struct controller **ret,
                     struct fleet_error *err)
 {
@@ -350,10 +318,7 @@ int controller_open_engines(const struct site *site, const struct ctl_options *o
     }
     int r = 0;
     if (!opt->dry_run) {
-        if (mkdir(site->state_dir, 0700) < 0 && errno != EEXIST) {
-            r = -errno;
-            fleet_error_set(err, "cannot create %s: %s", site->state_dir, strerror(-r));
-        }
+        r = ctl_journal_mkdir(site->state_dir, err);
         if (r == 0)
             r = take_lock(c, err);
         if (r == 0)
@@ -375,8 +340,12 @@ int controller_open_engines(const struct site *site, const struct ctl_options *o
     struct fleet_error herr = {{0}};
     if (ctl_history_load(c, (double)now_realtime_ns() / 1e9, &herr) < 0)
         snprintf(c->history_error, sizeof(c->history_error), "%.500s; starting cold", herr.msg);
-    if (!opt->dry_run)
-        recover(c);
+    /* what a crash left open is closed with what the fleet shows now:
+     * nothing is done again blindly; the next plan starts from the facts */
+    if (!opt->dry_run && ctl_journal_n_open(c->journal) > 0) {
+        ctl_observe(c);
+        ctl_recover(c);
+    }
     *ret = c;
     return 0;
 }

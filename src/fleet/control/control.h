@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "fleet/control/opstate.h"
 #include "fleet/control/site.h"
@@ -234,6 +235,10 @@ int ctl_history_save(const struct controller *c, double now_unix_s, struct fleet
 
 /* control_act.c */
 void ctl_execute(struct controller *c, struct ctl_plan *p);
+/* Close every begin of the journal that no end closes (a crash, or an end
+ * record that could not be written) from this tick's observation: "end N
+ * recovered ... outcome=done|failed|unknown". Never acts. */
+void ctl_recover(struct controller *c);
 
 /* control_manual.c: before planning, the maintenance file into
  * hosts[].maintenance (kept as it was when the file is refused). */
@@ -255,14 +260,23 @@ void ctl_action_describe(const struct controller *c, const struct ctl_action *a,
 void ctl_copies_plan(struct controller *c, struct ctl_plan *p);
 void ctl_copies_execute(struct controller *c, struct ctl_plan *p);
 
-/* control_journal.c: one line per record, fsynced, in state_dir/journal. */
+/* control_journal.c: one line per record, fdatasync'd, in state_dir/journal.
+ * Safe to call from several threads at once: numbers are taken and lines
+ * written and synced under the journal's own lock, so the file's lines
+ * are whole and in the order of their numbers. */
 /* READ_ONLY: a dry run's view (no directory made, nothing written). */
 int ctl_journal_open(const char *dir, bool read_only, struct ctl_journal **ret,
                      struct fleet_error *err);
 void ctl_journal_close(struct ctl_journal *j);
-/* The begun actions no end record closes (a crash between the two). */
-size_t ctl_journal_open_actions(const struct ctl_journal *j, char ***ret_lines);
-/* Append "begin ..." and return its sequence number, or -errno. */
+/* mkdir DIR (0700) unless it exists; a new one's name is fsynced into its parent. */
+int ctl_journal_mkdir(const char *dir, struct fleet_error *err);
+/* The begun actions no end record closes (a crash between the two, or an
+ * end that could not be written): "SEQ TEXT" each, in file order. */
+size_t ctl_journal_open_actions(struct ctl_journal *j, char ***ret_lines);
+size_t ctl_journal_n_open(struct ctl_journal *j);
+/* Append "begin ..." and return its sequence number, or -errno. A number
+ * is never given twice: an append that fails (short or failed write,
+ * failed fdatasync) is cut back off the file and leaves a gap. */
 long ctl_journal_begin(struct ctl_journal *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int ctl_journal_end(struct ctl_journal *j, long seq, const char *fmt, ...)
@@ -270,6 +284,15 @@ int ctl_journal_end(struct ctl_journal *j, long seq, const char *fmt, ...)
 /* A name as one word of a record ("web 1" -> "web%201"), and back. */
 char *ctl_journal_word(const char *s);
 int ctl_journal_unword(const char *s, char *out, size_t size);
-/* FN(CTX, vm) for every migration begun since SINCE_UNIX_S. */
-void ctl_journal_migrations_since(const struct ctl_journal *j, double since_unix_s,
+/* FN(CTX, vm) for every migration begun since SINCE_UNIX_S; FN runs under
+ * the journal's lock and must not call the journal. */
+void ctl_journal_migrations_since(struct ctl_journal *j, double since_unix_s,
                                   void (*fn)(void *ctx, const char *vm), void *ctx);
+/* Tests: the journal's write(2), fdatasync(2) and ftruncate(2), to make
+ * them fail. */
+struct ctl_journal_io {
+    ssize_t (*write)(int fd, const void *buf, size_t len);
+    int (*fdatasync)(int fd);
+    int (*ftruncate)(int fd, off_t len);
+};
+void ctl_journal_set_io(struct ctl_journal *j, const struct ctl_journal_io *io);

@@ -9,10 +9,19 @@
  * fleet and closes the record with what it found ("end 17 recovered ...").
  * A torn last line (no newline: the crash came during the write, before
  * the action could start) is cut off. VM names are written as words:
- * blanks, '%', '=' and bytes outside ASCII as %XX (ctl_journal_word). */
+ * blanks, '%', '=' and bytes outside ASCII as %XX (ctl_journal_word).
+ *
+ * One writer at a time: the migration threads append concurrently, so a
+ * number is taken, the line written and fdatasync'd under one lock, and
+ * the file's lines are in the order of their numbers. A number is taken
+ * for good: an append that fails (a short or failed write, a failed
+ * fdatasync) cuts the file back to the end of the last good record and
+ * its number is never given again, in this run nor, when any of the
+ * line reached the file, after a restart. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +41,20 @@ struct rec {
     char *text; /* after "begin " / "end N " */
 };
 
+/* Every field below the lock is read and written under it. */
 struct ctl_journal {
-    int fd;
     bool read_only; /* a dry run's: never written, a torn tail left alone */
     char *path;
+    struct ctl_journal_io io;
+    pthread_mutex_t lock;
+    int fd;
     struct rec *r;
     size_t n, cap;
-    long next_seq;
+    size_t *open; /* indices into r of the begins no end closes, in file order */
+    size_t n_open, cap_open;
+    long next_seq;  /* never given before: not even by an append that failed */
+    off_t good_end; /* the file's size up to its last whole record */
+    bool cut_due;   /* a failed append's bytes may be past good_end */
 };
 
 static double now_unix(void)
@@ -78,13 +94,38 @@ static int parse_line(char *line, struct rec *ret)
     return 0;
 }
 
+/* The open begins are few (the migrations in flight, what a crash left
+ * open): a list of them keeps every add() short however long the file. */
 static void add(struct ctl_journal *j, struct rec r)
 {
+    if (r.begin) {
+        if (j->n_open == j->cap_open)
+            j->open = grow_array(j->open, sizeof(*j->open), j->n_open, &j->cap_open);
+        j->open[j->n_open++] = j->n;
+    } else {
+        for (size_t i = 0; i < j->n_open; i++)
+            if (j->r[j->open[i]].seq == r.ref) {
+                memmove(j->open + i, j->open + i + 1, (j->n_open - i - 1) * sizeof(*j->open));
+                j->n_open--;
+                break;
+            }
+    }
     if (j->n == j->cap)
         j->r = grow_array(j->r, sizeof(*j->r), j->n, &j->cap);
     j->r[j->n++] = r;
     if (r.seq >= j->next_seq)
         j->next_seq = r.seq + 1;
+}
+
+/* A torn tail's number, if it got that far, is not given again either. */
+static void burn_torn(struct ctl_journal *j, const char *tail, size_t len)
+{
+    long seq = 0;
+    size_t i = 0;
+    while (i < len && tail[i] >= '0' && tail[i] <= '9' && seq < LONG_MAX / 10 - 1)
+        seq = seq * 10 + (tail[i++] - '0');
+    if (i > 0 && i < len && tail[i] == ' ' && seq >= j->next_seq)
+        j->next_seq = seq + 1;
 }
 
 /* Read every record; cut a torn tail. */
@@ -109,7 +150,7 @@ static int load(struct ctl_journal *j, struct fleet_error *err)
         keep--;
     if (keep < len && !j->read_only && ftruncate(j->fd, (off_t)keep) < 0)
         return -errno;
-    buf[keep] = '\0';
+    j->good_end = (off_t)keep;
     int lineno = 0;
     /* every line ends in '\n' (buf[keep - 1]); one may hold a NUL byte */
     for (char *line = buf, *next; line < buf + keep; line = next) {
@@ -131,24 +172,85 @@ static int load(struct ctl_journal *j, struct fleet_error *err)
         }
         add(j, r);
     }
+    burn_torn(j, buf + keep, len - keep);
     return 0;
+}
+
+static void fsync_parent(const char *path)
+{
+    _cleanup_free_ char *parent = xstrdup(path);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        return;
+    if (slash == parent)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    _cleanup_close_ int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+        fsync(fd);
+}
+
+int ctl_journal_mkdir(const char *dir, struct fleet_error *err)
+{
+    if (mkdir(dir, 0700) == 0) {
+        fsync_parent(dir); /* best effort: the next start makes it again */
+        return 0;
+    }
+    if (errno == EEXIST)
+        return 0;
+    int e = errno;
+    fleet_error_set(err, "cannot create %s: %s", dir, strerror(e));
+    return -e;
+}
+
+/* The journal for appending. A file made here has its name fsynced into
+ * DIR before any record is written, or a crash could lose the file with
+ * the records fdatasync said were safe. */
+static int open_rw(struct ctl_journal *j, const char *dir)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    int flags = O_RDWR | O_APPEND | O_CLOEXEC;
+    j->fd = openat(dfd, "journal", flags | O_CREAT | O_EXCL, 0600);
+    if (j->fd >= 0)
+        return fsync(dfd) < 0 ? -errno : 0;
+    if (errno != EEXIST)
+        return -errno;
+    j->fd = openat(dfd, "journal", flags);
+    return j->fd < 0 ? -errno : 0;
+}
+
+static ssize_t sys_write(int fd, const void *buf, size_t len)
+{
+    return write(fd, buf, len);
 }
 
 int ctl_journal_open(const char *dir, bool read_only, struct ctl_journal **ret,
                      struct fleet_error *err)
 {
-    if (!read_only && mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        int e = errno;
-        fleet_error_set(err, "cannot create %s: %s", dir, strerror(e));
-        return -e;
+    if (!read_only) {
+        int r = ctl_journal_mkdir(dir, err);
+        if (r < 0)
+            return r;
     }
     struct ctl_journal *j = xcalloc(1, sizeof(*j));
     j->path = xasprintf("%s/journal", dir);
+    j->fd = -1;
     j->next_seq = 1;
     j->read_only = read_only;
-    j->fd = read_only ? open(j->path, O_RDONLY | O_CLOEXEC)
-                      : open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    int r = j->fd < 0 ? -errno : load(j, err);
+    j->io = (struct ctl_journal_io){sys_write, fdatasync, ftruncate};
+    pthread_mutex_init(&j->lock, NULL);
+    int r;
+    if (read_only) {
+        j->fd = open(j->path, O_RDONLY | O_CLOEXEC);
+        r = j->fd < 0 ? -errno : 0;
+    } else {
+        r = open_rw(j, dir);
+    }
+    if (r == 0)
+        r = load(j, err);
     if (r < 0) {
         if (j->fd < 0 || !err->msg[0])
             fleet_error_set(err, "cannot open %s: %s", j->path, strerror(-r));
@@ -168,48 +270,120 @@ void ctl_journal_close(struct ctl_journal *j)
     for (size_t i = 0; i < j->n; i++)
         free(j->r[i].text);
     free(j->r);
+    free(j->open);
     free(j->path);
+    pthread_mutex_destroy(&j->lock);
     free(j);
 }
 
-static bool closed(const struct ctl_journal *j, long seq)
+void ctl_journal_set_io(struct ctl_journal *j, const struct ctl_journal_io *io)
 {
-    for (size_t i = 0; i < j->n; i++)
-        if (!j->r[i].begin && j->r[i].ref == seq)
-            return true;
-    return false;
+    pthread_mutex_lock(&j->lock);
+    j->io = *io;
+    pthread_mutex_unlock(&j->lock);
 }
 
-size_t ctl_journal_open_actions(const struct ctl_journal *j, char ***ret_lines)
+size_t ctl_journal_n_open(struct ctl_journal *j)
 {
-    char **v = NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < j->n; i++)
-        if (j->r[i].begin && !closed(j, j->r[i].seq)) {
-            v = xrealloc(v, (n + 1) * sizeof(*v));
-            v[n++] = xasprintf("%ld %s", j->r[i].seq, j->r[i].text);
-        }
+    pthread_mutex_lock(&j->lock);
+    size_t n = j->n_open;
+    pthread_mutex_unlock(&j->lock);
+    return n;
+}
+
+size_t ctl_journal_open_actions(struct ctl_journal *j, char ***ret_lines)
+{
+    pthread_mutex_lock(&j->lock);
+    size_t n = j->n_open;
+    char **v = n ? xcalloc(n, sizeof(*v)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct rec *r = &j->r[j->open[i]];
+        v[i] = xasprintf("%ld %s", r->seq, r->text);
+    }
+    pthread_mutex_unlock(&j->lock);
     *ret_lines = v;
     return n;
 }
 
-static long append(struct ctl_journal *j, bool begin, long ref, const char *fmt, va_list ap)
+static int write_all(struct ctl_journal *j, const char *p, size_t len)
 {
-    _cleanup_free_ char *text = NULL;
-    if (vasprintf(&text, fmt, ap) < 0)
-        abort();
-    if (j->read_only)
-        return -EROFS;
-    long seq = j->next_seq;
+    while (len > 0) {
+        ssize_t n = j->io.write(j->fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 && errno ? -errno : -EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int sync_file(struct ctl_journal *j)
+{
+    int r;
+    do
+        r = j->io.fdatasync(j->fd);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? (errno ? -errno : -EIO) : 0;
+}
+
+/* Back to the end of the last whole record, so that the next record
+ * starts a line of its own. Tried again before the next append when it
+ * fails. */
+static int cut_back(struct ctl_journal *j)
+{
+    if (j->io.ftruncate(j->fd, j->good_end) < 0) {
+        j->cut_due = true;
+        return -errno;
+    }
+    j->cut_due = false;
+    return 0;
+}
+
+/* Under the lock. The number is taken before anything is written and
+ * never given back: a record that could not be written leaves a gap. */
+static long append_locked(struct ctl_journal *j, bool begin, long ref, char *text)
+{
+    if (j->cut_due) {
+        int r = cut_back(j);
+        if (r < 0)
+            return r;
+    }
+    if (j->next_seq == LONG_MAX)
+        return -EOVERFLOW;
+    long seq = j->next_seq++;
     double t = now_unix();
     _cleanup_free_ char *line = begin ? xasprintf("%ld %.3f begin %s\n", seq, t, text)
                                       : xasprintf("%ld %.3f end %ld %s\n", seq, t, ref, text);
     size_t len = strlen(line);
-    errno = 0;
-    if (write(j->fd, line, len) != (ssize_t)len || fdatasync(j->fd) < 0)
-        return errno ? -errno : -EIO;
-    add(j, (struct rec){.seq = seq, .t = t, .begin = begin, .ref = ref, .text = TAKE_PTR(text)});
+    int r = write_all(j, line, len);
+    if (r == 0)
+        r = sync_file(j);
+    if (r < 0) {
+        cut_back(j);
+        return r;
+    }
+    j->good_end += (off_t)len;
+    add(j, (struct rec){.seq = seq, .t = t, .begin = begin, .ref = ref, .text = text});
     return seq;
+}
+
+static long append(struct ctl_journal *j, bool begin, long ref, const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0)
+        abort();
+    if (j->read_only) {
+        free(text);
+        return -EROFS;
+    }
+    pthread_mutex_lock(&j->lock);
+    long r = append_locked(j, begin, ref, text);
+    pthread_mutex_unlock(&j->lock);
+    if (r < 0)
+        free(text);
+    return r;
 }
 
 long ctl_journal_begin(struct ctl_journal *j, const char *fmt, ...)
@@ -278,12 +452,14 @@ int ctl_journal_unword(const char *s, char *out, size_t size)
     return 0;
 }
 
-void ctl_journal_migrations_since(const struct ctl_journal *j, double since_unix_s,
+void ctl_journal_migrations_since(struct ctl_journal *j, double since_unix_s,
                                   void (*fn)(void *ctx, const char *vm), void *ctx)
 {
     char word[FLEET_NAME_MAX * 6], vm[FLEET_NAME_MAX * 2];
+    pthread_mutex_lock(&j->lock);
     for (size_t i = j->n; i-- > 0 && j->r[i].t >= since_unix_s;)
         if (j->r[i].begin && sscanf(j->r[i].text, "migrate vm=%287s", word) == 1 &&
             ctl_journal_unword(word, vm, sizeof(vm)) == 0)
             fn(ctx, vm);
+    pthread_mutex_unlock(&j->lock);
 }

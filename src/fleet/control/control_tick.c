@@ -201,6 +201,9 @@ int controller_tick(struct controller *c, double now_s, FILE *out, bool json)
     c->ticks++;
     uint64_t t0 = now_monotonic_ns();
     ctl_observe(c);
+    /* an end record that could not be written: closed from the facts */
+    if (!c->opt.dry_run && c->journal && ctl_journal_n_open(c->journal) > 0)
+        ctl_recover(c);
     ctl_operator_read(c); /* maintenance (control_manual.c) */
     uint64_t t1 = now_monotonic_ns();
     struct ctl_plan p = {0};
