@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(names[i], sizeof(names[i]), "vm%d", i);
         vms[i] = (struct fleet_trace_vm){.name = names[i], .len = 1};
     }
-    struct fleet_trace tr = {.origin = "t", .step_s = 300, .n_steps = 1, .vms = vms,
-                             .n_vms = N_VMS};
+    struct fleet_trace tr = {
+        .origin = "t", .step_s = 300, .n_steps = 1, .vms = vms, .n_vms = N_VMS};
     struct fleet_constraints c, untouched;
     memset(&c, 0xa5, sizeof(c));
     memcpy(&untouched, &c, sizeof(c));

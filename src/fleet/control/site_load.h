@@ -3,8 +3,8 @@
  * bmc_password_file read and checked the same way (as ssh does for keys). */
 #pragma once
 
-#include "fleet/model/fleet.h"
 #include "fleet/control/site.h"
+#include "fleet/model/fleet.h"
 
 /* The most a bmc_password_file may hold, bytes. */
 #define SITE_PASSWORD_FILE_MAX 4096
