@@ -43,6 +43,25 @@ else
     failed=$((failed + 1))
 fi
 
+# The code that runs threads over shared state: the fleet controller (its
+# journal, parallel migrations on the exec engine: test_fleet_journal runs
+# 8 at once) and the exec engine. Only these targets are built (~1 min on
+# 2 cores); a data race fails the test (halt_on_error).
+echo "== fleet controller tests under -Db_sanitize=thread"
+tsan_tests=(fleet_control fleet_journal fx_exec)
+if [ ! -f build-tsan/build.ninja ]; then
+    meson setup build-tsan -Db_sanitize=thread --buildtype=debug -Dwerror=true >/dev/null
+fi
+if ninja -C build-tsan "${tsan_tests[@]/#/tests/unit/test_}" >/dev/null; then
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
+        --suite unit "${tsan_tests[@]}"
+    count build-tsan
+else
+    echo "thread sanitizer build failed"
+    failed=$((failed + 1))
+fi
+
 echo "== clang-format"
 bad=$(git ls-files '*.c' '*.h' | xargs clang-format --dry-run 2>&1 | grep -c warning || true)
 if [ "$bad" = "0" ]; then
