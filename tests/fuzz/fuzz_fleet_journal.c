@@ -9,11 +9,15 @@
  * a torn last line and nothing else; each open action is "SEQ TEXT" of a
  * begin line of the input; migrations_since() names VMs only from
  * "begin migrate vm=WORD" records (any blanks before vm=), each shorter than its buffer.
+ * An append to the read-write one (fdatasync stubbed out) gets a number
+ * above every line's and above a torn tail's whole number ("17 " cut
+ * after the blank), and adds exactly its line and one open action.
  * Words: ctl_journal_word() writes only printable ASCII other than '=',
  * '%' only as %XX, and ctl_journal_unword() gives the name back; unword
  * of any text agrees with a strict %XX decoder written out here. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <sys/stat.h>
@@ -159,6 +163,61 @@ static void check_refused(int r, struct ctl_journal *j, const struct fleet_error
     FUZZ_CHECK(line >= 1 && line <= lines_of(data, size));
 }
 
+static ssize_t real_write(int to, const void *buf, size_t len)
+{
+    return write(to, buf, len);
+}
+
+static int no_sync(int to)
+{
+    (void)to;
+    return 0; /* an fdatasync per input would slow fuzzing to a crawl */
+}
+
+/* The highest number the journal must never give again: each kept line's,
+ * and the torn tail's when its digits end in a blank. */
+static long highest_taken(const uint8_t *data, size_t size, size_t keep)
+{
+    long top = 0;
+    for (size_t i = 0; i < keep;) {
+        long v = strtol((const char *)data + i, NULL, 10); /* accepted: "SEQ ..." */
+        top = v > top ? v : top;
+        const uint8_t *nl = memchr(data + i, '\n', keep - i);
+        i = (size_t)(nl - data) + 1;
+    }
+    size_t d = keep;
+    while (d < size && d - keep < 18 && data[d] >= '0' && data[d] <= '9')
+        d++;
+    if (d > keep && d < size && data[d] == ' ') {
+        char digits[20] = "";
+        memcpy(digits, data + keep, d - keep);
+        long v = strtol(digits, NULL, 10);
+        top = v > top ? v : top;
+    }
+    return top;
+}
+
+static void append_one(struct ctl_journal *rw, const uint8_t *data, size_t size, size_t keep,
+                       size_t n_open)
+{
+    ctl_journal_set_io(rw, &(struct ctl_journal_io){real_write, no_sync, ftruncate});
+    long top = highest_taken(data, size, keep);
+    long seq = ctl_journal_begin(rw, "power_on host=fuzz");
+    if (seq == -EOVERFLOW) {
+        FUZZ_CHECK(top >= LONG_MAX - 1);
+        return;
+    }
+    FUZZ_CHECK(seq > top);
+    char line[64];
+    int len = snprintf(line, sizeof(line), "%ld ", seq);
+    struct stat st;
+    FUZZ_CHECK(fstat(fd, &st) == 0 && (size_t)st.st_size > keep + (size_t)len);
+    char got[64] = "";
+    FUZZ_CHECK(pread(fd, got, (size_t)len, (off_t)keep) == len && memcmp(got, line, len) == 0);
+    FUZZ_CHECK(pread(fd, got, 1, st.st_size - 1) == 1 && got[0] == '\n');
+    FUZZ_CHECK(ctl_journal_n_open(rw) == n_open + 1);
+}
+
 static void journal(const uint8_t *data, size_t size)
 {
     write_input(data, size);
@@ -192,6 +251,7 @@ static void journal(const uint8_t *data, size_t size)
     }
     free(a);
     free(b);
+    append_one(rw, data, size, keep, nb);
     struct names m = {data, size, 0};
     ctl_journal_migrations_since(ro, -INFINITY, on_migration, &m);
     FUZZ_CHECK(m.n <= lines_of(data, size));
