@@ -1028,7 +1028,7 @@ static void test_manual_stale_approvals_dropped(void **state)
     _cleanup_free_ char *path = xasprintf("%s/approvals", w->dir);
     assert_int_equal(chmod(path, 0622), 0);
     _cleanup_free_ char *json4 = tick_json(w);
-    assert_non_null(strstr(json4, "writable by group or others"));
+    assert_non_null(strstr(json4, "is writable by"));
     assert_int_equal(F->migrations, 0);
     assert_int_equal(access(path, F_OK), 0);
 }
@@ -1088,8 +1088,8 @@ static void test_maintenance_file_hostile(void **state)
         mode_t mode;
         const char *says;
     } bad[] = {
-        {"h2 1700000000\n", 0666, "writable by group or others"},
-        {"h2 1700000000\n", 0620, "writable by group or others"},
+        {"h2 1700000000\n", 0666, "is writable by others (mode 0666)"},
+        {"h2 1700000000\n", 0620, "is writable by its group (mode 0620)"},
         {"h2 1700000000 x\n", 0600, "line 1: not a maintenance record"},
         {"h2 1700000000\nh2 1700000001\n", 0600, "line 2: not a maintenance record"},
         {"h2 -1\n", 0600, "line 1: not a maintenance record"},

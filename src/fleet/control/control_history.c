@@ -33,6 +33,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "fleet/control/control.h"
+#include "fleet/control/opstate.h"
 
 #define MAGIC     "watt-fleet-history 1"
 #define MAX_BYTES ((size_t)64 << 20)
@@ -119,24 +120,6 @@ void ctl_history_push(struct ctl_vm *v, double u, double t_unix_s)
     v->hist_t[0] = t_unix_s;
     if (v->hist_n < CTL_HISTORY)
         v->hist_n++;
-}
-
-/* Whether ST may be trusted with what root acts on: owned by root or by
- * us, writable by no one else. */
-static int trusted(const struct stat *st, const char *path, struct fleet_error *err)
-{
-    if (st->st_uid != 0 && st->st_uid != geteuid()) {
-        fleet_error_set(err, "%s is owned by uid %u, not by root or by us: refused", path,
-                        (unsigned)st->st_uid);
-        return -EPERM;
-    }
-    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-        fleet_error_set(err, "%s is writable by %s (mode %04o): refused", path,
-                        (st->st_mode & S_IWOTH) ? "others" : "its group",
-                        (unsigned)(st->st_mode & 07777));
-        return -EPERM;
-    }
-    return 0;
 }
 
 /* ---- reading --------------------------------------------------------- */
@@ -386,7 +369,7 @@ static int read_all(int fd, const char *path, char **ret, size_t *ret_len, struc
         fleet_error_set(err, "%s is not a regular file: refused", path);
         return -EPERM;
     }
-    int r = trusted(&st, path, err);
+    int r = opstate_trusted(path, &st, err);
     if (r < 0)
         return r;
     if ((size_t)st.st_size > MAX_BYTES) {
@@ -422,7 +405,7 @@ int ctl_history_load(struct controller *c, double now_unix_s, struct fleet_error
         fleet_error_set(err, "cannot open %s: %s", dir, strerror(e));
         return -e;
     }
-    int r = trusted(&st, dir, err);
+    int r = opstate_trusted(dir, &st, err);
     if (r < 0)
         return r;
     _cleanup_close_ int fd =

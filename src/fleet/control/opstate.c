@@ -50,22 +50,31 @@ static int fsync_dir(const char *dir)
 }
 
 /* Who may have written it: root or us, and nobody else since. */
+int opstate_trusted(const char *path, const struct stat *st, struct fleet_error *err)
+{
+    if (st->st_uid != 0 && st->st_uid != geteuid()) {
+        fleet_error_set(err, "%s is owned by uid %u, not by root or by us: refused", path,
+                        (unsigned)st->st_uid);
+        return -EPERM;
+    }
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        fleet_error_set(err, "%s is writable by %s (mode %04o): refused", path,
+                        (st->st_mode & S_IWOTH) ? "others" : "its group",
+                        (unsigned)(st->st_mode & 07777));
+        return -EPERM;
+    }
+    return 0;
+}
+
 static int check_owner(const char *path, const struct stat *st, struct fleet_error *err)
 {
     if (!S_ISREG(st->st_mode)) {
         fleet_error_set(err, "%s is not a regular file: not read", path);
         return -EINVAL;
     }
-    if (st->st_uid != 0 && st->st_uid != geteuid()) {
-        fleet_error_set(err, "%s belongs to uid %u, not to root or to us (uid %u): not read", path,
-                        (unsigned)st->st_uid, (unsigned)geteuid());
-        return -EPERM;
-    }
-    if (st->st_mode & 0022) {
-        fleet_error_set(err, "%s is writable by group or others (mode %04o): not read", path,
-                        (unsigned)(st->st_mode & 07777));
-        return -EPERM;
-    }
+    int r = opstate_trusted(path, st, err);
+    if (r < 0)
+        return r;
     if (st->st_size > OPSTATE_FILE_MAX) {
         fleet_error_set(err, "%s is larger than %d bytes: not read", path, OPSTATE_FILE_MAX);
         return -EFBIG;

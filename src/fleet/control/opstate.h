@@ -31,6 +31,11 @@
 
 /* state_dir itself (mode 0700) when it is missing. */
 int opstate_mkdir(const char *dir, struct fleet_error *err);
+/* Whether a file or folder under state_dir may be trusted with what root
+ * acts on: owned by root or by us, writable by no one else. 0, or -EPERM
+ * with ERR naming PATH and what is wrong (as the tune journal says it). */
+struct stat;
+int opstate_trusted(const char *path, const struct stat *st, struct fleet_error *err);
 /* An exclusive flock on the folder DIR for a read-modify-write; *RET_FD
  * to close() when done. */
 int opstate_lock(const char *dir, int *ret_fd, struct fleet_error *err);
