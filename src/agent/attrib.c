@@ -8,7 +8,7 @@
 
 #include "agent/metrics_writer.h"
 #include "base/util.h"
-#include "cli/top_collect.h"
+#include "view/top_collect.h"
 
 int agent_attrib_open(struct host *h, const struct power_model *m, enum agent_wakeups_mode mode,
                       unsigned top_n, struct agent_attrib **ret)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "base/strbuf.h"
-#include "cli/report.h"
+#include "view/report.h"
 #include "sense/sample.h"
 #include "tune/guard.h"
 

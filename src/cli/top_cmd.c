@@ -12,7 +12,7 @@
 
 #include "base/parse.h"
 #include "base/util.h"
-#include "cli/top_collect.h"
+#include "view/top_collect.h"
 #include "cli/top_view.h"
 #include "cli/verbs.h"
 #include "config.h"

@@ -10,7 +10,7 @@
  * curses and gives the terminal back as it was. */
 #include "config.h"
 
-#include "cli/top.h"
+#include "view/top.h"
 
 #include <errno.h>
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "base/text.h"
-#include "cli/top.h"
+#include "view/top.h"
 
 #define TOP_MAX_COLS 16  /* = TABLE_MAX_COLS */
 #define TOP_CELL     256 /* bytes of one cell, NUL included */

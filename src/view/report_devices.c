@@ -7,10 +7,10 @@
 
 #include "base/table.h"
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/devices.h"
 #include "sense/devpolicy.h"
 #include "sense/devsafety.h"
+#include "view/report.h"
 
 /* Above this many rows the text table shows only the devices that never
  * suspend (JSON always has every device). */

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "cli/top.h"
+#include "view/top.h"
 #include "host/host.h"
 #include "model/model.h"
 

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/clock.h"
+#include "view/report.h"
 
 static void cpus_json(struct json *j, const char *key, const struct cpuset *set)
 {

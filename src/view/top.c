@@ -2,7 +2,7 @@
  * scan of /proc and the wake-up window (tracepoints, else /proc), splits
  * the node's power over the processes (model/attrib.h) and builds one
  * struct top_frame for the TUI or --once. */
-#include "cli/top_collect.h"
+#include "view/top_collect.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "cli/report_power.h"
 #include "model/attrib.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
@@ -21,6 +20,7 @@
 #include "sense/irq.h"
 #include "sense/procstat.h"
 #include "sense/tasks.h"
+#include "view/report_power.h"
 
 /* tid -> tgid within a frame: a thread woken by several events is resolved
  * (an open of /proc/TID/status) once. Reset every frame and when full. */

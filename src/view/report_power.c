@@ -1,7 +1,7 @@
 /* The report's power section: every measured channel, the node figure
  * (measured, and by what; or estimated, and by which model), and the
  * facility view (IT watts x PUE). */
-#include "cli/report_power.h"
+#include "view/report_power.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,8 +9,8 @@
 
 #include "base/table.h"
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/procstat.h"
+#include "view/report.h"
 
 /* One CPU's (or the total's, or a package's) utilisation over the interval. */
 struct ut_row {

@@ -9,8 +9,8 @@
 #include "base/table.h"
 #include "base/text.h"
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/cpuidle.h"
+#include "view/report.h"
 
 #define MAX_STATES 16
 

@@ -9,13 +9,13 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
 #include "sense/devices.h"
 #include "sense/devsafety.h"
 #include "sense/latency.h"
 #include "sense/procstat.h"
+#include "view/report.h"
 
 /* A core held in a shallow state instead of its deepest one is clock gated
  * but powered: assume it leaks ~30 % of its active power. An assumption

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "cli/report.h"
+#include "view/report.h"
 #include "model/model.h"
 #include "model/power.h"
 

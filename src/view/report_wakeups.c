@@ -7,8 +7,8 @@
 
 #include "base/table.h"
 #include "base/util.h"
-#include "cli/report.h"
-#include "cli/top.h"
+#include "view/report.h"
+#include "view/top.h"
 
 #define TOP_N 10
 

@@ -11,8 +11,8 @@
 
 #include "base/table.h"
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/cpufreq.h"
+#include "view/report.h"
 
 /* One CPU's (or a package's mean) figures. MHz, NaN when absent. */
 struct fq_row {

@@ -8,8 +8,8 @@
 
 #include "base/table.h"
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/irq.h"
+#include "view/report.h"
 
 #define TOP_N        10
 #define SOURCE_WIDTH 44

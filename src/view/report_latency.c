@@ -6,9 +6,9 @@
 
 #include "base/table.h"
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/cpuidle.h"
 #include "sense/latency.h"
+#include "view/report.h"
 
 static const char *state_word(int64_t v)
 {

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "cli/report.h"
 #include "sense/clock.h"
+#include "view/report.h"
 
 #define MAX_NOTES 8
 
