@@ -27,6 +27,7 @@
 #include "base/util.h"
 #include "view/report.h"
 #include "view/report_power.h"
+#include "view/window.h"
 #include "host/host.h"
 #include "model/model.h"
 #include "sense/clock.h"
@@ -198,7 +199,8 @@ static void take_sample(struct agent *a)
         .a = a->prev,
         .b = a->prev ? b : NULL,
         .cur = b,
-        .interval_s = a->prev ? (double)(b->mono_ns - a->prev->mono_ns) / 1e9 : 0,
+        /* no nominal interval: the time between the ticks, on a recorded root too */
+        .interval_s = window_interval(a->prev, b, a->h->live, 0),
         .diags = &diags,
         .devpolicy = a->devpolicy,
     };

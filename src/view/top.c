@@ -21,6 +21,7 @@
 #include "sense/procstat.h"
 #include "sense/tasks.h"
 #include "view/report_power.h"
+#include "view/window.h"
 
 /* tid -> tgid within a frame: a thread woken by several events is resolved
  * (an open of /proc/TID/status) once. Reset every frame and when full. */
@@ -720,7 +721,7 @@ int top_collector_frame(struct top_collector *c, struct top_frame **ret)
     int r = sense_sample(c->sense, &b);
     if (r < 0 || !b)
         return r < 0 ? r : -EIO;
-    double secs = c->h->live ? (double)(b->mono_ns - c->prev->mono_ns) / 1e9 : c->nominal_s;
+    double secs = window_interval(c->prev, b, c->h->live, c->nominal_s);
     r = top_collector_frame_from(c, c->prev, b, secs, ret);
     sample_free(c->prev);
     c->prev = b;
