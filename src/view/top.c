@@ -1,5 +1,6 @@
 /* watt top's collector: every refresh it takes a sample of the samplers, a
- * scan of /proc and the wake-up window (tracepoints, else /proc), splits
+ * scan of /proc and the wake-up window (BPF counters, else the tracepoint
+ * ring, else /proc), splits
  * the node's power over the processes (model/attrib.h) and builds one
  * struct top_frame for the TUI or --once. */
 #include "view/top_collect.h"
@@ -37,7 +38,9 @@ struct top_collector {
     const struct devpolicy *pol;
     double nominal_s; /* a recorded root: the interval to assume */
     struct wake_tracer *tracer;
+    struct wake_bpf *bpf; /* when it loaded: then no tracer */
     char *why_not_traced;
+    char *why_not_bpf;
     struct sample *prev;
     struct tasks_snapshot prev_tasks;
     struct tasks_opts topts;
@@ -108,8 +111,21 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
             return r;
         }
     }
-    if (o->no_trace) {
-        c->why_not_traced = xstrdup("tracing turned off (--no-trace)");
+    enum wake_mode mode = o->no_trace || o->wakeups == WAKE_MODE_OFF ? WAKE_MODE_PROC : o->wakeups;
+    if (mode == WAKE_MODE_AUTO || mode == WAKE_MODE_BPF) {
+        r = wake_bpf_open(h, 0, &c->bpf, &c->why_not_bpf);
+        if (r < 0 && !c->why_not_bpf)
+            c->why_not_bpf = xasprintf("the BPF counters failed: %s", strerror(-r));
+    } else {
+        c->why_not_bpf =
+            xasprintf("wake-ups by the %s path, as asked (wakeups = %s)",
+                      mode == WAKE_MODE_TRACE ? "tracepoint ring" : "/proc", wake_mode_name(mode));
+    }
+    if (c->bpf) {
+        /* the BPF counters do it all */
+    } else if (mode == WAKE_MODE_PROC) {
+        c->why_not_traced = xstrdup(o->no_trace ? "tracing turned off (--no-trace)"
+                                                : "wake-ups from /proc, as asked (wakeups = proc)");
     } else {
         r = wake_tracer_open(h, NULL, &c->tracer, &c->why_not_traced);
         if (r < 0 && !c->why_not_traced)
@@ -117,7 +133,7 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
     }
     /* Without tracepoints the per-thread walk is the only source of task
      * wake-ups; with them it would only cost opens. */
-    c->topts.ctxsw = c->tracer == NULL || o->precise_tasks;
+    c->topts.ctxsw = (c->tracer == NULL && c->bpf == NULL) || o->precise_tasks;
     if (c->sense) {
         r = sense_sample(c->sense, &c->prev);
         if (r < 0 || !c->prev) {
@@ -130,6 +146,8 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
     tasks_scan(h, &c->topts, NULL, &c->prev_tasks, &c->open_diags);
     if (c->tracer)
         wake_tracer_reset(c->tracer); /* the first window starts with the first sample */
+    if (c->bpf)
+        wake_bpf_reset(c->bpf);
     *ret = c;
     return 0;
 }
@@ -139,7 +157,9 @@ void top_collector_close(struct top_collector *c)
     if (!c)
         return;
     wake_tracer_close(c->tracer);
+    wake_bpf_close(c->bpf);
     free(c->why_not_traced);
+    free(c->why_not_bpf);
     sample_free(c->prev);
     tasks_snapshot_clear(&c->prev_tasks);
     diags_free(&c->open_diags);
@@ -151,7 +171,17 @@ void top_collector_close(struct top_collector *c)
 
 bool top_collector_traced(const struct top_collector *c)
 {
-    return c->tracer != NULL;
+    return c->tracer != NULL || c->bpf != NULL;
+}
+
+enum wake_path top_collector_wake_path(const struct top_collector *c)
+{
+    return c->bpf ? WAKE_PATH_BPF : c->tracer ? WAKE_PATH_TRACE : WAKE_PATH_PROC;
+}
+
+const char *top_collector_why_not_bpf(const struct top_collector *c)
+{
+    return c->bpf ? NULL : c->why_not_bpf;
 }
 
 void top_collector_set_model(struct top_collector *c, const struct power_model *m)
@@ -161,7 +191,7 @@ void top_collector_set_model(struct top_collector *c, const struct power_model *
 
 const char *top_collector_why_not_traced(const struct top_collector *c)
 {
-    return c->tracer ? NULL : c->why_not_traced;
+    return c->tracer || c->bpf ? NULL : c->why_not_traced;
 }
 
 size_t top_collector_fds(struct top_collector *c, const int **ret)
@@ -336,7 +366,11 @@ static void build_procs(struct build *B)
         const struct wake_entry *e = &B->w.e[i];
         if (e->kind != WAKE_TASK || (e->events == 0 && e->idle_wakeups == 0))
             continue;
-        int32_t pid = B->w.traced ? resolve_tid(B->c, &B->tasks, e->id) : e->id;
+        int32_t pid = e->id;
+        if (e->tgid > 0 && tasks_find(&B->tasks, e->tgid))
+            pid = e->tgid; /* the BPF counters know the process */
+        else if (B->w.traced)
+            pid = resolve_tid(B->c, &B->tasks, e->id);
         bool gone = pid < 0;
         if (gone)
             pid = e->id;
@@ -612,7 +646,11 @@ static void build_notes(struct build *B)
         note(f, xasprintf("wake-ups from /proc (voluntary context switches per process, IRQ "
                           "counts): %s; idle wake-ups, timers and work items need tracepoints",
                           f->why_not_traced ? f->why_not_traced : "no tracepoints"));
-    const char *tn = B->c->tracer ? wake_tracer_note(B->c->tracer) : NULL;
+    const char *tn = B->c->tracer ? wake_tracer_note(B->c->tracer)
+                     : B->c->bpf  ? wake_bpf_note(B->c->bpf)
+                                  : NULL;
+    if (!B->c->bpf && B->c->why_not_bpf)
+        note(f, xasprintf("BPF wake-up counters not used: %s", B->c->why_not_bpf));
     if (tn)
         note(f, xstrdup(tn));
     if (B->w.undelivered && B->w.note[0])
@@ -658,7 +696,9 @@ static void frame_header(struct build *B)
     f->busy_cpus =
         B->a->procstat && B->b->procstat ? procstat_busy_cpus(B->a->procstat, B->b->procstat) : NAN;
     f->traced = B->w.traced;
-    f->why_not_traced = B->c->why_not_traced ? xstrdup(B->c->why_not_traced) : NULL;
+    f->why_not_traced = !B->w.traced && B->c->why_not_traced ? xstrdup(B->c->why_not_traced) : NULL;
+    f->wake_path = B->w.bpf ? WAKE_PATH_BPF : B->w.traced ? WAKE_PATH_TRACE : WAKE_PATH_PROC;
+    f->why_not_bpf = !B->w.bpf && B->c->why_not_bpf ? xstrdup(B->c->why_not_bpf) : NULL;
     f->wake_window_s = B->w.seconds;
     f->total_wakeups_s = per_s(B->w.total_events, B->w.seconds);
     f->total_idle_wakeups_s = B->w.traced ? per_s(B->w.total_idle_wakeups, B->w.seconds) : NAN;
@@ -682,7 +722,9 @@ int top_collector_frame_from(struct top_collector *c, const struct sample *a,
     tasks_diff(&c->prev_tasks, &B.tasks, &B.td, &B.ntd, &B.tstats, &B.diags);
     if (a->irq && b->irq)
         B.have_irq = irq_rates(a->irq, b->irq, B.secs, &B.irq, &B.diags) == 0;
-    int r = c->tracer ? wake_tracer_take(c->tracer, &B.w) : -ENODEV;
+    int r = c->bpf      ? wake_bpf_take(c->bpf, &B.w)
+            : c->tracer ? wake_tracer_take(c->tracer, &B.w)
+                        : -ENODEV;
     if (r < 0) {
         wake_window_clear(&B.w);
         wake_window_from_proc(B.have_irq ? &B.irq : NULL, B.td, B.ntd, B.secs, &B.w);
