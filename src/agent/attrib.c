@@ -21,7 +21,11 @@ int agent_attrib_open(struct host *h, const struct power_model *m, enum agent_wa
     a->other.path = xstrdup("other");
     a->mode = mode;
     struct top_collector_opts o = {
-        .model = m, .external_samples = true, .wakeups = (enum wake_mode)mode};
+        .model = m,
+        .external_samples = true,
+        .wakeups = (enum wake_mode)mode,
+        .cgroup_cpu = true, /* per cgroup only: cpu.stat where BPF runs, no /proc scan */
+    };
     int r = top_collector_open(h, &o, &a->col);
     if (r < 0) {
         agent_attrib_free(a);
@@ -182,8 +186,9 @@ void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, cons
         a->kernel_j += nz(f->kernel_w) * f->interval_s;
         a->unaccounted_j += nz(f->unaccounted_w) * f->interval_s;
     }
-    for (size_t i = 0; i < f->nprocs; i++)
-        a->kind_events[WAKE_TASK] += nz(f->procs[i].wakeups_s) * wake_s(f);
+    /* every woken task is in one cgroup row (with or without process rows) */
+    for (size_t i = 0; i < f->ncgroups; i++)
+        a->kind_events[WAKE_TASK] += nz(f->cgroups[i].wakeups_s) * wake_s(f);
     for (size_t i = 0; i < f->nsources; i++)
         a->kind_events[f->sources[i].kind] += nz(f->sources[i].events_s) * wake_s(f);
     fold_cgroups(a, f);

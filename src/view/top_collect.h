@@ -19,6 +19,9 @@ struct top_collector_opts {
     bool no_trace;                     /* use the /proc fallback even where tracing works */
     bool precise_tasks;                /* read per-thread context switches even when
                                           tracing (one window: --once, report) */
+    bool cgroup_cpu;                   /* no per-process rows needed (the agent): where the
+                                          BPF counters run and cgroup v2 is mounted, each
+                                          cgroup's CPU from its cpu.stat, no /proc scan */
     bool external_samples;             /* the caller samples (agent, report): use
                                           top_collector_frame_from() */
     bool model_auto;                   /* no --model: vm-vcpu in a VM (known after the
