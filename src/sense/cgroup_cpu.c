@@ -102,10 +102,6 @@ static long walk_one(struct walk *w, const char *rel, const char *path, unsigned
     size_t nn = 0;
     if (depth < SCAN_MAX_DEPTH && host_list(w->h, HOST_SYS, rel, &names, &nn) == 0) {
         for (size_t i = 0; i < nn; i++) {
-            /* cgroup directories have no dot-free interface files' names
-             * ("cpu.stat", "cgroup.procs"): the files all have a dot */
-            if (strchr(names[i], '.'))
-                continue;
             _cleanup_free_ char *crel = xasprintf("%s/%s", rel, names[i]);
             if (!host_is_dir(w->h, HOST_SYS, crel))
                 continue;
