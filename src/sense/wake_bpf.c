@@ -6,9 +6,10 @@
  * is copied to user space per event: a take costs one batch lookup of the
  * counts map (one bpf() call per ~thousand keys) and one lookup of the
  * per-CPU array, whatever the event rate. Keys that have not moved for
- * STALE_TAKES takes are deleted (the map is bounded); an increment that
+ * STALE_TAKES takes are deleted (the map is bounded, and a short-lived
+ * thread's key would otherwise be read every take); an increment that
  * lands between the read and the delete of such a key is lost, which for
- * a key idle for a minute is at most a stray event.
+ * a key idle for ten takes is at most a stray event.
  *
  * libbpf makes the bpf() calls and reads the kernel's BTF itself; the
  * rest (kallsyms, the online CPUs) goes through src/host as everywhere. */
@@ -31,7 +32,7 @@
 #include "bpf/wake_bpf_abi.h"
 #include "wake.skel.h" /* bpftool gen skeleton ... name wake_skel */
 
-#define STALE_TAKES   60
+#define STALE_TAKES   10
 #define MAX_ENTRIES   16384
 #define MIN_ENTRIES   1024
 #define MAP_BUDGET_MB 64 /* the counts map's worst case, all CPUs' values */

@@ -167,6 +167,20 @@ static __always_inline void event(struct wake_bpf_key *k, struct wake_bpf_val *i
         note_cause(c, k, init, wake_cpu);
 }
 
+/* The common case: a known source on a CPU whose cycle already has its
+ * cause. One lookup, one increment, no field of the event read. */
+static __always_inline int fast_path(const struct wake_bpf_key *k)
+{
+    struct wake_bpf_val *v = bpf_map_lookup_elem(&counts, k);
+    if (!v)
+        return 0;
+    struct wake_bpf_cpu *c = this_cpu();
+    if (c && c->open && c->state != WAKE_BPF_CAUSE_SET)
+        return 0;
+    v->events++;
+    return 1;
+}
+
 static __always_inline int task_cpu(struct task_struct *p)
 {
     if (bpf_core_field_exists(p->thread_info.cpu))
@@ -182,6 +196,8 @@ int BPF_PROG(wake_sched_wakeup, struct task_struct *p)
     struct wake_bpf_key k = {.kind = WAKE_BPF_TASK};
     struct wake_bpf_val init = {};
     k.id = BPF_CORE_READ(p, pid);
+    if (fast_path(&k))
+        return 0;
     init.tgid = BPF_CORE_READ(p, tgid);
     init.cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
     BPF_CORE_READ_STR_INTO(&init.name, p, comm);
@@ -194,11 +210,10 @@ int BPF_PROG(wake_irq_handler_entry, int irq, struct irqaction *action)
 {
     struct wake_bpf_key k = {.kind = WAKE_BPF_IRQ, .id = irq};
     struct wake_bpf_val init = {};
-    struct wake_bpf_cpu *c = this_cpu();
-    struct wake_bpf_val *v = bpf_map_lookup_elem(&counts, &k);
+    if (fast_path(&k))
+        return 0;
     /* the name is read only for a new entry or a cycle's cause */
-    if (!v || (c && c->open && c->state == WAKE_BPF_CAUSE_NONE))
-        bpf_probe_read_kernel_str(&init.name, sizeof(init.name), BPF_CORE_READ(action, name));
+    bpf_probe_read_kernel_str(&init.name, sizeof(init.name), BPF_CORE_READ(action, name));
     event(&k, &init, -1);
     return 0;
 }
@@ -209,6 +224,8 @@ int BPF_PROG(wake_timer_expire_entry, struct timer_list *t)
     struct wake_bpf_key k = {.kind = WAKE_BPF_TIMER, .id = -1};
     struct wake_bpf_val init = {};
     k.addr = (__u64)BPF_CORE_READ(t, function);
+    if (fast_path(&k))
+        return 0;
     event(&k, &init, -1);
     return 0;
 }
@@ -219,6 +236,8 @@ int BPF_PROG(wake_hrtimer_expire_entry, struct hrtimer *t)
     struct wake_bpf_key k = {.kind = WAKE_BPF_HRTIMER, .id = -1};
     struct wake_bpf_val init = {};
     k.addr = (__u64)BPF_CORE_READ(t, function);
+    if (fast_path(&k))
+        return 0;
     event(&k, &init, -1);
     return 0;
 }
@@ -229,6 +248,8 @@ int BPF_PROG(wake_workqueue_execute_start, struct work_struct *w)
     struct wake_bpf_key k = {.kind = WAKE_BPF_WORK, .id = -1};
     struct wake_bpf_val init = {};
     k.addr = (__u64)BPF_CORE_READ(w, func);
+    if (fast_path(&k))
+        return 0;
     event(&k, &init, -1);
     return 0;
 }
