@@ -841,8 +841,7 @@ static int frame_cgmode(struct build *B)
     build_sources(B);
     build_cgroups_cpustat(B, &cur);
     build_cpus(B);
-    build_devices(B);
-    build_notes(B);
+    build_notes(B); /* no device rows: the agent has its own device metrics */
     cgroup_cpu_snapshot_clear(&c->prev_cg);
     c->prev_cg = cur;
     return 0;

@@ -4,7 +4,7 @@ the kernel (src/sense/bpf/wake.bpf.c).
 
 Runs a known wake-up load (tests/helpers/waker, 2,000 timerfd wake-ups a
 second) beside the agent and checks: watt_agent_wakeups_path_info says
-path="bpf"; /status's wakeups.path is "bpf"; the per-cgroup series
+path="bpf"; /status's wakeups.counted_by is "bpf"; the per-cgroup series
 (watt_cgroup_wakeups_total) count the load's wake-ups; per-cgroup energy
 and the idle, kernel and unaccounted lines still add up to the node.
 Then the fallbacks: WATT_NO_BPF=1 (as where BPF cannot load) gives the
@@ -79,7 +79,7 @@ def main():
     w = preflight()
     if w is None:
         return summary()
-    if w.get("path") != "bpf":
+    if w.get("counted_by") != "bpf":
         why = w.get("why_not_bpf") or "unknown"
         print(f"SKIP: the BPF wake-up counters cannot load here: {why}")
         return 77
@@ -102,8 +102,8 @@ def main():
               'why_not_bpf=""' in info[0] and b[info[0]] == 1,
               f"the info metric says the BPF path: {info}")
         st = json.loads(get(port, "/status"))
-        check(st["wakeups"].get("path") == "bpf" and st["wakeups"].get("why_not_bpf") is None,
-              f"/status wakeups.path = {st['wakeups'].get('path')}")
+        check(st["wakeups"].get("counted_by") == "bpf" and st["wakeups"].get("why_not_bpf") is None,
+              f"/status wakeups.counted_by = {st['wakeups'].get('counted_by')}")
         cg = {k: v - a.get(k, 0) for k, v in b.items() if k.startswith("watt_cgroup_wakeups_total")}
         tot = sum(cg.values())
         # the load alone makes ~6,000 in 3 s; the agent's samples are 0.5 s apart
@@ -142,9 +142,9 @@ def main():
                        capture_output=True, text=True, timeout=60, env=env)
     w = json.loads(r.stdout)["wakeups"] if r.returncode == 0 else {}
     top = json.loads(r.stdout) if r.returncode == 0 else {}
-    check(w.get("path") in ("trace", "proc") and w.get("why_not_bpf") == "WATT_NO_BPF is set" and
+    check(w.get("counted_by") in ("trace", "proc") and w.get("why_not_bpf") == "WATT_NO_BPF is set" and
           any("BPF wake-up counters not used" in n for n in top.get("notes", [])),
-          f"watt top without BPF: path {w.get('path')}, note says why")
+          f"watt top without BPF: counted by {w.get('counted_by')}, note says why")
     return summary()
 
 
