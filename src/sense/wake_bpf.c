@@ -79,8 +79,9 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
     size_t n = strlen(buf);
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
         buf[--n] = '\0';
-    if (n)
-        memcpy(libbpf_last, buf, n + 1);
+    const char *m = strncmp(buf, "libbpf: ", 8) == 0 ? buf + 8 : buf;
+    if (*m)
+        snprintf(libbpf_last, sizeof(libbpf_last), "%s", m);
     return 0;
 }
 
