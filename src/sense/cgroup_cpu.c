@@ -66,6 +66,20 @@ struct walk {
     struct cgroup_cpu_snapshot *s;
 };
 
+/* A cgroup's interface files are "<controller>.<name>" ("cpu.stat",
+ * "cgroup.procs", "memory.max"): not worth a stat each second to learn
+ * they are not directories. Other names are (a child may well be called
+ * "system.slice"). */
+static bool interface_file(const char *name)
+{
+    static const char *const prefix[] = {"cgroup.", "cpu.",  "cpuset.", "io.",   "memory.", "pids.",
+                                         "rdma.",   "misc.", "irq.",    "dmem.", "hugetlb."};
+    for (size_t i = 0; i < ARRAY_SIZE(prefix); i++)
+        if (strncmp(name, prefix[i], strlen(prefix[i])) == 0)
+            return true;
+    return false;
+}
+
 static uint64_t dir_id(struct host *h, const char *rel)
 {
     int fd = host_open_fd(h, HOST_SYS, rel, O_RDONLY | O_DIRECTORY);
@@ -102,6 +116,8 @@ static long walk_one(struct walk *w, const char *rel, const char *path, unsigned
     size_t nn = 0;
     if (depth < SCAN_MAX_DEPTH && host_list(w->h, HOST_SYS, rel, &names, &nn) == 0) {
         for (size_t i = 0; i < nn; i++) {
+            if (interface_file(names[i]))
+                continue;
             _cleanup_free_ char *crel = xasprintf("%s/%s", rel, names[i]);
             if (!host_is_dir(w->h, HOST_SYS, crel))
                 continue;
