@@ -33,6 +33,7 @@
 #include "wake.skel.h" /* bpftool gen skeleton ... name wake_skel */
 
 #define STALE_TAKES   10
+#define PASS_DEF_NS   (10 * 1000000000ull) /* as the ring's */
 #define MAX_ENTRIES   16384
 #define MIN_ENTRIES   1024
 #define MAP_BUDGET_MB 64 /* the counts map's worst case, all CPUs' values */
@@ -64,6 +65,7 @@ struct wake_bpf {
     bool no_batch;
     struct ksym_cache syms;
     uint64_t last_pass_ns;
+    uint64_t pass_interval_ns;
     char note[256];
 };
 
@@ -230,6 +232,12 @@ const char *wake_bpf_note(const struct wake_bpf *b)
     return b && b->note[0] ? b->note : NULL;
 }
 
+void wake_bpf_set_name_interval(struct wake_bpf *b, double seconds)
+{
+    if (b && seconds > 0)
+        b->pass_interval_ns = (uint64_t)(seconds * 1e9);
+}
+
 /* The whole counts map into keys[]/vals[]; the number of keys, or < 0. */
 static long read_counts(struct wake_bpf *b)
 {
@@ -328,7 +336,9 @@ int wake_bpf_take(struct wake_bpf *b, struct wake_window *ret)
     int r = take(b, ret);
     if (r < 0)
         return r;
-    wake_resolve_names(&b->syms, b->h, ret, ret->end_ns, &b->last_pass_ns, NULL, NULL);
+    wake_resolve_names(&b->syms, b->h, ret, ret->end_ns,
+                       b->pass_interval_ns ? b->pass_interval_ns : PASS_DEF_NS, &b->last_pass_ns,
+                       NULL, NULL);
     return 0;
 }
 
@@ -367,6 +377,10 @@ void wake_bpf_reset(struct wake_bpf *b)
 const char *wake_bpf_note(const struct wake_bpf *b)
 {
     return NULL;
+}
+
+void wake_bpf_set_name_interval(struct wake_bpf *b, double seconds)
+{
 }
 
 void wake_bpf_close(struct wake_bpf *b)

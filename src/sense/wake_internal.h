@@ -91,6 +91,7 @@ void wake_bpf_acct_forget(struct wake_bpf_acct *a, const struct wake_bpf_rec *ke
 /* ---- callback names (wake_tracer.c, shared with wake_bpf.c) ---- */
 struct ksym_cache;
 /* Timer and work callbacks of w by name: one kallsyms pass for new
- * addresses, at most every 10 s (*last_pass_ns), then from the cache. */
+ * addresses, at most every interval_ns (*last_pass_ns), then from the cache. */
 void wake_resolve_names(struct ksym_cache *syms, struct host *h, struct wake_window *w,
-                        uint64_t now_ns, uint64_t *last_pass_ns, void (*tick)(void *), void *ud);
+                        uint64_t now_ns, uint64_t interval_ns, uint64_t *last_pass_ns,
+                        void (*tick)(void *), void *ud);

@@ -214,6 +214,12 @@ int wake_bpf_take(struct wake_bpf *b, struct wake_window *ret);
 void wake_bpf_reset(struct wake_bpf *b);
 /* As wake_tracer_note(). */
 const char *wake_bpf_note(const struct wake_bpf *b);
+/* How often at most a kallsyms pass names new timer and work callbacks
+ * (~50 ms of CPU each: 5 MB formatted by the kernel); 10 s unless set.
+ * The agent, which shows names only in /status, sets minutes. Also for
+ * the ring (wake_tracer_set_name_interval()). */
+void wake_bpf_set_name_interval(struct wake_bpf *b, double seconds);
+void wake_tracer_set_name_interval(struct wake_tracer *t, double seconds);
 void wake_bpf_close(struct wake_bpf *b);
 
 /* ---- the /proc fallback ---- */

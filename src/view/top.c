@@ -27,6 +27,10 @@
 /* tid -> tgid within a frame: a thread woken by several events is resolved
  * (an open of /proc/TID/status) once. Reset every frame and when full. */
 #define TIDMAP_CAP 8192
+/* The agent's kallsyms passes for new callback names: at most one per 10
+ * minutes (a pass costs ~50 ms of CPU; the ring's and watt top's 10 s
+ * cost the agent ~5 ms/s on a machine where new callbacks keep coming). */
+#define AGENT_NAME_PASS_S 600.0
 
 struct tid_slot {
     int32_t tid, tgid;
@@ -148,6 +152,10 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
     }
     /* per-cgroup wake-ups need the woken task's cgroup: only the BPF
      * counters know it without /proc */
+    if (o->cgroup_cpu) { /* the agent: callback names only in /status */
+        wake_bpf_set_name_interval(c->bpf, AGENT_NAME_PASS_S);
+        wake_tracer_set_name_interval(c->tracer, AGENT_NAME_PASS_S);
+    }
     if (c->bpf && o->cgroup_cpu && cgroup_cpu_scan(h, NULL, true, 0, &c->prev_cg) == 0)
         c->cgmode = true;
     else
