@@ -29,8 +29,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bpf/wake_bpf_abi.h"
-#include "wake.skel.h" /* bpftool gen skeleton ... name wake_skel */
+#include "sense/bpf/wake_bpf_abi.h"
+#include "sense/wake.skel.h" /* bpftool gen skeleton ... name wake_skel */
 
 #define STALE_TAKES   10
 #define PASS_DEF_NS   (10 * 1000000000ull) /* as the ring's */
