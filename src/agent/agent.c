@@ -25,12 +25,12 @@
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
-#include "view/report.h"
-#include "view/report_power.h"
 #include "host/host.h"
 #include "model/model.h"
 #include "sense/clock.h"
 #include "sense/devpolicy.h"
+#include "view/report.h"
+#include "view/report_power.h"
 
 #define CT_TEXT        "text/plain; version=0.0.4; charset=utf-8"
 #define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -71,8 +71,13 @@ struct agent {
      * read at start and on SIGHUP; NULL: none, built-in rules only. */
     char *confdir;
     struct devpolicy *devpolicy;
+    /* CPU time of the agent's own parts of a sample, summed and last */
+    uint64_t cost_ns[3], cost_last_ns[3];
+    struct agent_costs costs;
     bool stop;
 };
+
+enum { COST_WAKEUPS, COST_MODEL, COST_RENDER };
 
 /* systemd's readiness protocol (sd_notify(3)) without libsystemd: one
  * datagram to $NOTIFY_SOCKET. Nothing happens outside systemd. */
@@ -142,6 +147,78 @@ static char *steal(struct strbuf *b, size_t *ret_len)
 
 static int load_model(struct agent *a);
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cost_add(struct agent *a, int which, uint64_t ns)
+{
+    a->cost_ns[which] += ns;
+    a->cost_last_ns[which] = ns;
+}
+
+/* Which way per-cgroup wake-ups are counted (attrib.h). */
+static const char *wakeups_path(const struct agent *a)
+{
+    if (!a->attrib)
+        return "off";
+    return a->attrib->traced ? "trace" : "proc";
+}
+
+/* The per-sampler costs for the metrics and /status: the sense samplers
+ * and the topology (sense->cpu_ns), then the agent's own parts. */
+static void costs_update(struct agent *a)
+{
+    struct agent_costs *c = &a->costs;
+    const struct sense *s = a->sense;
+    c->n = 0;
+    for (unsigned i = 0; i <= _SAMPLER_MAX && c->n < AGENT_COSTS_MAX; i++) {
+        if (i < _SAMPLER_MAX && !s->usable[i])
+            continue;
+        c->v[c->n++] = (struct agent_cost){.sampler = sense_cost_name(i),
+                                           .path = sense_read_path(s),
+                                           .cpu_s = (double)s->cpu_ns[i] / 1e9,
+                                           .last_s = (double)s->last_ns[i] / 1e9};
+    }
+    static const char *const names[] = {"wakeups", "model", "render"};
+    for (int i = 0; i < 3 && c->n < AGENT_COSTS_MAX; i++)
+        c->v[c->n++] = (struct agent_cost){.sampler = names[i],
+                                           .path = i == COST_WAKEUPS ? wakeups_path(a)
+                                                   : i == COST_MODEL ? "memory"
+                                                                     : "snapshot",
+                                           .cpu_s = (double)a->cost_ns[i] / 1e9,
+                                           .last_s = (double)a->cost_last_ns[i] / 1e9};
+    struct host_cache_stats st;
+    host_cache_stats(a->h, &st);
+    c->cache = st.enabled;
+    c->cache_files = st.entries;
+    c->cache_fds = st.kept_fds;
+    c->rescans = s->rescans;
+}
+
+/* /status: the report document with the agent's costs as its "agent"
+ * member, spliced in before the document's closing brace. */
+static void status_add_costs(struct agent *a, struct json *doc)
+{
+    struct strbuf *b = &doc->out;
+    while (b->len && (b->s[b->len - 1] == '\n' || b->s[b->len - 1] == ' '))
+        b->len--;
+    if (!b->len || b->s[b->len - 1] != '}')
+        return;
+    b->len--;
+    b->s[b->len] = '\0';
+    struct json j;
+    json_init(&j, false);
+    agent_costs_json(&a->costs, &j);
+    strbuf_appendf(b, "%s\"agent\":%s}", b->len && b->s[b->len - 1] != '{' ? "," : "",
+                   strbuf_str(&j.out));
+    json_free(&j);
+}
+
 /* The fleet controller's metrics file (watt fleet run --metrics), read
  * once per sample, never at a scrape. It is written by rename, so it is
  * whole; one that is missing (no controller on this host yet) or too
@@ -204,12 +281,17 @@ static void take_sample(struct agent *a)
     };
     if (!a->prev) /* a single sample: report's convention is a = it, b = NULL */
         c.a = b;
+    uint64_t t1 = thread_cpu_ns();
     struct power_summary ps;
     report_power_build(&c, &a->model, &ps);
     c.power = &ps;
     agent_energy_update(a->energy, a->prev, b);
+    uint64_t t2 = thread_cpu_ns();
+    cost_add(a, COST_MODEL, t2 - t1);
     if (a->attrib && a->prev)
         agent_attrib_update(a->attrib, a->prev, b, c.interval_s);
+    t1 = thread_cpu_ns();
+    cost_add(a, COST_WAKEUPS, t1 - t2);
     a->self.attrib = a->attrib;
     c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
     a->self.samples++;
@@ -222,6 +304,8 @@ static void take_sample(struct agent *a)
         guard_get_status(a->tune.guard, now_monotonic_ns(), &gs);
         a->self.guard = &gs;
     }
+    costs_update(a);
+    a->self.costs = &a->costs;
     agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, false, &buf);
     if (a->cfg.fleet_metrics)
         append_fleet_metrics(a->cfg.fleet_metrics, &buf);
@@ -232,6 +316,7 @@ static void take_sample(struct agent *a)
     struct json j;
     json_init(&j, false);
     report_render_json(&c, &j);
+    status_add_costs(a, &j);
     s->status = steal(&j.out, &s->status_len);
     json_free(&j);
     s->refs = 1;
@@ -242,6 +327,7 @@ static void take_sample(struct agent *a)
     diags_free(&diags);
     sample_free(a->prev);
     a->prev = b;
+    cost_add(a, COST_RENDER, thread_cpu_ns() - t1);
     a->self.sample_s = (double)(now_monotonic_ns() - t0) / 1e9;
 }
 
@@ -494,6 +580,36 @@ static void fit_nofile(struct agent *a, unsigned reserve)
     }
 }
 
+/* The read cache (sense_cache): the files kept open get what the soft
+ * RLIMIT_NOFILE leaves over HTTP's share (fit_nofile), raised toward the
+ * hard limit by up to CACHE_FDS; without room every moving file is opened
+ * each sample, as before. */
+#define CACHE_FDS 16384u
+static void enable_read_cache(struct agent *a)
+{
+    unsigned trace_fds = 0;
+    if (a->attrib) {
+        const int *fds;
+        trace_fds = (unsigned)agent_attrib_fds(a->attrib, &fds);
+    }
+    rlim_t http = (rlim_t)a->cfg.max_connections + CONNS_BATCH + 64 + trace_fds;
+    struct rlimit rl;
+    unsigned budget = CACHE_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        rlim_t want = http + CACHE_FDS;
+        if (rl.rlim_cur < want) {
+            rlim_t old = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                rl.rlim_cur = old;
+        }
+        budget = rl.rlim_cur > http ? (unsigned)(rl.rlim_cur - http) : 0;
+        if (budget > CACHE_FDS)
+            budget = CACHE_FDS;
+    }
+    sense_cache(a->sense, budget);
+}
+
 static int start_http(struct agent *a)
 {
     unsigned flags = MHD_USE_EPOLL; /* driven from our loop; the agent accepts (conns.c) */
@@ -649,6 +765,7 @@ static int load_devpolicy(struct agent *a, bool reload)
 static void reload(struct agent *a)
 {
     notify("RELOADING=1");
+    sense_refresh(a->sense); /* topology, devices, names: read anew */
     load_devpolicy(a, true); /* with or without --config */
     reload_config(a);
     notify("READY=1");
@@ -949,6 +1066,8 @@ int agent_run(const struct agent_config *start, const char *config_path,
     }
     if (r >= 0)
         r = start_http(&a);
+    if (r >= 0)
+        enable_read_cache(&a);
     if (r < 0) {
         agent_close(&a);
         return r;
