@@ -23,12 +23,13 @@ enum cache_kind {
 struct cache_ent {
     char *key; /* kind, dir and path: "\x01" "\x00" "devices/..." */
     enum cache_kind kind;
-    int err;     /* the -errno the first look gave (static kinds) */
-    int fd;      /* CACHE_FD, CACHE_DIR: -1 when none is kept */
-    bool ok;     /* CACHE_FD: a read once succeeded, so a vanishing is news */
-    char *data;  /* CONTENT, LINK */
-    size_t len;  /* CONTENT */
-    char **list; /* LIST */
+    int err;      /* the -errno the first look gave (static kinds) */
+    int fd;       /* CACHE_FD, CACHE_DIR: -1 when none is kept */
+    bool ok;      /* CACHE_FD: a read once succeeded, so a vanishing is news */
+    bool refetch; /* CONTENT: written since (host_write): read it again */
+    char *data;   /* CONTENT, LINK */
+    size_t len;   /* CONTENT */
+    char **list;  /* LIST */
     size_t nlist;
     unsigned mode; /* STAT: st_mode */
 };

@@ -335,9 +335,12 @@ static int read_static(struct host *h, enum host_dir d, const char *path, int df
     struct cache_ent *e = cache_get(h->cache, CACHE_CONTENT, d, path, &fresh);
     if (!e)
         return open_read(h, d, path, dfd, rel, ret, ret_len, NULL);
-    if (fresh) {
+    if (fresh || e->refetch) {
         char *data;
         size_t len;
+        free(e->data);
+        e->data = NULL;
+        e->refetch = false;
         e->err = open_read(h, d, path, dfd, rel, &data, &len, NULL);
         if (e->err == 0) {
             e->data = data;
@@ -382,7 +385,7 @@ static int read_dynamic(struct host *h, enum host_dir d, const char *path, int d
         e->fd = -1;
         c->nfds--;
     } else {
-        bool keep = h->live && c->nfds < c->max_fds;
+        bool keep = c->nfds < c->max_fds;
         int fd = -1;
         r = open_read(h, d, path, dfd, rel, ret, ret_len, keep ? &fd : NULL);
         if (r == 0) {
@@ -406,6 +409,24 @@ static int read_dynamic(struct host *h, enum host_dir d, const char *path, int d
     return r;
 }
 
+/* A fault stands in for the kernel: a kept file it makes fail as a
+ * removed device's would (ENODEV) marks the cache stale, as the kernel's
+ * answer does (a recorded tree's unlinked file stays readable). */
+static void fault_gone(struct host *h, enum host_dir d, const char *path, int r)
+{
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_FD, d, path, &fresh);
+    if (!e || !e->ok || !is_gone(r))
+        return;
+    h->cache->stale = true;
+    e->ok = false;
+    if (e->fd >= 0) {
+        close(e->fd);
+        e->fd = -1;
+        h->cache->nfds--;
+    }
+}
+
 /* The common read: `path` is the full path under d (for faults, the
  * recorder and messages); the file is opened as `rel` under `dfd`, which
  * is d's fd or a directory handle's (a short path is a cheap lookup). */
@@ -413,8 +434,11 @@ static int read_file(struct host *h, enum host_dir d, const char *path, int dfd,
                      char **ret, size_t *ret_len)
 {
     struct host_fault *f = h->nfault ? fault_match(h->fault, h->nfault, d, path) : NULL;
-    if (f && f->err)
+    if (f && f->err) {
+        if (cache_on(h) && h->cache_mode == HOST_CACHE_DYNAMIC)
+            fault_gone(h, d, path, -f->err);
         return -f->err;
+    }
     if (f && f->file)
         return host_read(h, HOST_ROOTDIR, f->file, ret, ret_len);
     if (f && f->value) {
@@ -828,8 +852,18 @@ bool host_is_dir(struct host *h, enum host_dir d, const char *path)
     return true;
 }
 
+/* A write changes what a static read of the file gives: read it anew. */
+static void cache_written(struct host *h, enum host_dir d, const char *path)
+{
+    bool fresh;
+    struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
+    if (e)
+        e->refetch = true;
+}
+
 int host_write_raw(struct host *h, enum host_dir d, const char *path, const void *buf, size_t len)
 {
+    cache_written(h, d, path);
     struct host_fault *f = h->nfault ? fault_match_write(h->fault, h->nfault, d, path) : NULL;
     if (f)
         return -f->err;

@@ -177,13 +177,15 @@ int host_netlink_open(struct host *h, int protocol);
  * `watt top` read without one). Once enabled, reads follow the mode set
  * with host_cache_mode(): STATIC ones (topology, names, latencies, device
  * lists and identities, mount info) cost no system call after the first;
- * DYNAMIC ones keep their file open (at most MAX_FDS of them, live roots
- * only: a recorded tree's files are opened each time, so a removed one is
- * seen) and pread() it. A kept file that answers ENODEV or ENOENT (the
- * device or CPU went away) marks the cache stale: the next
- * host_cache_expire() drops it, so the next sample rescans. Faults
- * (fault.h) are matched before the cache, as without it; a recorder
- * (snapshot) reads without it. */
+ * DYNAMIC ones keep their file open (at most MAX_FDS of them; beyond,
+ * opened each time) and pread() it. A kept file that answers ENODEV or
+ * ENOENT (the device or CPU went away) marks the cache stale: the next
+ * host_cache_expire() drops it, so the next sample rescans. On a recorded
+ * tree an unlinked file stays readable through its kept fd: a removal
+ * shows at the next drop, or at once where a fault (fault.h) answers
+ * ENODEV for it, as the kernel would. Faults are matched before the
+ * cache, as without it; a recorder (snapshot) reads without it; a write
+ * (host_write) makes the next static read of that file read it anew. */
 void host_cache_enable(struct host *h, unsigned max_fds);
 /* Set the mode; returns the one before, for the caller to restore. */
 enum host_cache_mode host_cache_mode(struct host *h, enum host_cache_mode mode);

@@ -256,31 +256,31 @@ static char *cpu_str(struct read_ctx *x, const char *name, bool optional)
     return v;
 }
 
-/* Under the agent's cache the driver, the hardware limits and the EPP
- * choices are read once a minute; what moves, or `watt tune` moves, every
- * sample through files kept open. The order is the report's (diags). */
+/* Under the agent's cache only the current frequencies are read every
+ * sample (through files kept open); the driver, the governor, the limits
+ * and the EPP are settings, read once a minute, at SIGHUP and after the
+ * agent's own writes (host_write): a change by another tool shows within
+ * a minute. The order is the report's (diags). */
 static void read_cpu(struct read_ctx *x, struct cpufreq_cpu *c)
 {
     struct host *h = x->h;
     c->cpu = x->cpu;
     enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
     c->driver = cpu_str(x, "scaling_driver", false);
-    host_cache_mode(h, HOST_CACHE_DYNAMIC);
     c->governor = cpu_str(x, "scaling_governor", false);
+    host_cache_mode(h, HOST_CACHE_DYNAMIC);
     c->cur_khz = cpu_u64(x, "scaling_cur_freq", false);
+    host_cache_mode(h, HOST_CACHE_STATIC);
     c->min_khz = cpu_u64(x, "scaling_min_freq", false);
     c->max_khz = cpu_u64(x, "scaling_max_freq", false);
     /* Always there on real kernels, absent from some recorded trees. */
-    host_cache_mode(h, HOST_CACHE_STATIC);
     c->hw_min_khz = cpu_u64(x, "cpuinfo_min_freq", true);
     c->hw_max_khz = cpu_u64(x, "cpuinfo_max_freq", true);
     host_cache_mode(h, HOST_CACHE_DYNAMIC);
     c->hw_cur_khz = cpu_u64(x, "cpuinfo_cur_freq", true);
     host_cache_mode(h, HOST_CACHE_STATIC);
     c->base_khz = cpu_u64(x, "base_frequency", true);
-    host_cache_mode(h, HOST_CACHE_DYNAMIC);
     c->epp = cpu_str(x, "energy_performance_preference", true);
-    host_cache_mode(h, HOST_CACHE_STATIC);
     c->epp_available = cpu_str(x, "energy_performance_available_preferences", true);
     host_cache_mode(h, m);
     c->aperf = c->mperf = c->tsc = VAL_NONE;
