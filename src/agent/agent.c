@@ -252,6 +252,72 @@ static void append_fleet_metrics(const char *path, struct strbuf *buf)
     last_err = err;
 }
 
+/* What the current snapshot is rendered from, kept until the next sample:
+ * the two samples, the power summary, the problems, the guard's status and
+ * the agent's own figures as of the sample. Rendering reads memory only
+ * (never sysfs), so a scrape may do it: each of the three documents is
+ * rendered at the first request for it, once per sample, and not at all
+ * when nobody asks (an idle agent, or a Prometheus that wants one format). */
+struct view {
+    bool valid;
+    struct report_ctx c;
+    struct sample *older; /* c.a when there were two samples; owned */
+    struct power_summary ps;
+    struct diags diags;
+    struct guard_status gs;
+    struct agent_self self;
+    char *fleet; /* the fleet controller's metrics, read at the sample; owned */
+};
+
+static struct view view_of_agent; /* the agent runs once per process */
+
+static void view_clear(struct view *v)
+{
+    if (!v->valid)
+        return;
+    power_summary_free(&v->ps);
+    diags_free(&v->diags);
+    sample_free(v->older);
+    free(v->fleet);
+    *v = (struct view){0};
+}
+
+enum { DOC_TEXT, DOC_OPENMETRICS, DOC_STATUS };
+
+/* Render one document of the current snapshot into it, unless done. */
+static void snapshot_fill(struct agent *a, struct snapshot *s, int doc)
+{
+    struct view *v = &view_of_agent;
+    char **dst = doc == DOC_TEXT ? &s->text : doc == DOC_OPENMETRICS ? &s->openmetrics : &s->status;
+    size_t *len = doc == DOC_TEXT          ? &s->text_len
+                  : doc == DOC_OPENMETRICS ? &s->openmetrics_len
+                                           : &s->status_len;
+    if (*dst)
+        return;
+    if (!v->valid || a->snap != s) { /* cannot happen: only the current one is served */
+        *dst = xstrdup("");
+        *len = 0;
+        return;
+    }
+    uint64_t t0 = thread_cpu_ns();
+    struct strbuf buf = {0};
+    if (doc == DOC_STATUS) {
+        struct json j;
+        json_init(&j, false);
+        report_render_json(&v->c, &j);
+        status_add_costs(a, &j);
+        *dst = steal(&j.out, len);
+        json_free(&j);
+    } else {
+        agent_metrics_render(&v->c, a->energy, &v->self, a->cfg.rapl, a->cfg.pue,
+                             doc == DOC_OPENMETRICS, &buf);
+        if (doc == DOC_TEXT && v->fleet)
+            strbuf_append(&buf, v->fleet);
+        *dst = steal(&buf, len);
+    }
+    cost_add(a, COST_RENDER, thread_cpu_ns() - t0);
+}
+
 /* Take a sample and replace the snapshot. A failed sample keeps the old
  * snapshot (and says so on stderr). */
 static void take_sample(struct agent *a)
@@ -268,66 +334,55 @@ static void take_sample(struct agent *a)
         if (a->attrib)
             agent_attrib_set_model(a->attrib, &a->model);
     }
-    struct diags diags = {0};
-    struct report_ctx c = {
+    /* the old snapshot's view goes; responses still sending keep their text */
+    snapshot_unref(a->snap);
+    a->snap = NULL;
+    struct view *v = &view_of_agent;
+    view_clear(v);
+    v->valid = true;
+    v->older = a->prev;
+    v->c = (struct report_ctx){
         .h = a->h,
         .sense = a->sense,
         .a = a->prev,
         .b = a->prev ? b : NULL,
         .cur = b,
         .interval_s = a->prev ? (double)(b->mono_ns - a->prev->mono_ns) / 1e9 : 0,
-        .diags = &diags,
+        .diags = &v->diags,
         .devpolicy = a->devpolicy,
     };
     if (!a->prev) /* a single sample: report's convention is a = it, b = NULL */
-        c.a = b;
+        v->c.a = b;
     uint64_t t1 = thread_cpu_ns();
-    struct power_summary ps;
-    report_power_build(&c, &a->model, &ps);
-    c.power = &ps;
+    report_power_build(&v->c, &a->model, &v->ps);
+    v->c.power = &v->ps;
     agent_energy_update(a->energy, a->prev, b);
     uint64_t t2 = thread_cpu_ns();
     cost_add(a, COST_MODEL, t2 - t1);
     if (a->attrib && a->prev)
-        agent_attrib_update(a->attrib, a->prev, b, c.interval_s);
-    t1 = thread_cpu_ns();
-    cost_add(a, COST_WAKEUPS, t1 - t2);
+        agent_attrib_update(a->attrib, a->prev, b, v->c.interval_s);
+    cost_add(a, COST_WAKEUPS, thread_cpu_ns() - t2);
     a->self.attrib = a->attrib;
-    c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
+    v->c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
     a->self.samples++;
+    a->prev = b;
 
-    struct snapshot *s = xcalloc(1, sizeof(*s));
-    struct strbuf buf = {0};
     self_update(a, now_monotonic_ns() - t0);
-    struct guard_status gs;
-    if (a->tune.guard) {
-        guard_get_status(a->tune.guard, now_monotonic_ns(), &gs);
-        a->self.guard = &gs;
-    }
     costs_update(a);
     a->self.costs = &a->costs;
-    agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, false, &buf);
-    if (a->cfg.fleet_metrics)
+    v->self = a->self; /* as of this sample: scrapes counted so far */
+    if (a->tune.guard) {
+        guard_get_status(a->tune.guard, now_monotonic_ns(), &v->gs);
+        v->self.guard = &v->gs;
+    }
+    if (a->cfg.fleet_metrics) { /* read at the sample, never at a scrape */
+        struct strbuf buf = {0};
         append_fleet_metrics(a->cfg.fleet_metrics, &buf);
-    s->text = steal(&buf, &s->text_len);
-    agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, true, &buf);
-    s->openmetrics = steal(&buf, &s->openmetrics_len);
-    a->self.guard = NULL;
-    struct json j;
-    json_init(&j, false);
-    report_render_json(&c, &j);
-    status_add_costs(a, &j);
-    s->status = steal(&j.out, &s->status_len);
-    json_free(&j);
+        v->fleet = strbuf_steal(&buf);
+    }
+    struct snapshot *s = xcalloc(1, sizeof(*s));
     s->refs = 1;
-
-    snapshot_unref(a->snap);
     a->snap = s;
-    power_summary_free(&ps);
-    diags_free(&diags);
-    sample_free(a->prev);
-    a->prev = b;
-    cost_add(a, COST_RENDER, thread_cpu_ns() - t1);
     a->self.sample_s = (double)(now_monotonic_ns() - t0) / 1e9;
 }
 
@@ -418,12 +473,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
     if (!a->snap)
         return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no sample yet\n");
-    if (streq(url, "/status"))
+    if (streq(url, "/status")) {
+        snapshot_fill(a, a->snap, DOC_STATUS);
         return reply_snapshot(a, conn, a->snap->status, a->snap->status_len, CT_JSON);
+    }
     a->self.scrapes++;
-    if (wants_openmetrics(conn))
+    if (wants_openmetrics(conn)) {
+        snapshot_fill(a, a->snap, DOC_OPENMETRICS);
         return reply_snapshot(a, conn, a->snap->openmetrics, a->snap->openmetrics_len,
                               CT_OPENMETRICS);
+    }
+    snapshot_fill(a, a->snap, DOC_TEXT);
     return reply_snapshot(a, conn, a->snap->text, a->snap->text_len, CT_TEXT);
 }
 
@@ -765,6 +825,11 @@ static int load_devpolicy(struct agent *a, bool reload)
 static void reload(struct agent *a)
 {
     notify("RELOADING=1");
+    /* the current snapshot's view points into the guard and the device
+     * policy a reload replaces: render what was not asked for yet now */
+    if (a->snap)
+        for (int doc = DOC_TEXT; doc <= DOC_STATUS; doc++)
+            snapshot_fill(a, a->snap, doc);
     sense_refresh(a->sense); /* topology, devices, names: read anew */
     load_devpolicy(a, true); /* with or without --config */
     reload_config(a);
@@ -898,6 +963,7 @@ static void agent_close(struct agent *a)
     if (a->lfd >= 0)
         close(a->lfd);
     snapshot_unref(a->snap);
+    view_clear(&view_of_agent);
     sample_free(a->prev);
     agent_energy_free(a->energy);
     agent_attrib_free(a->attrib);

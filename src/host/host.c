@@ -385,7 +385,9 @@ static int read_dynamic(struct host *h, enum host_dir d, const char *path, int d
         e->fd = -1;
         c->nfds--;
     } else {
-        bool keep = c->nfds < c->max_fds;
+        /* live roots only: a recorded tree's file may be replaced (a test's
+         * rename) or removed, and an fd kept on it would not see that */
+        bool keep = h->live && c->nfds < c->max_fds;
         int fd = -1;
         r = open_read(h, d, path, dfd, rel, ret, ret_len, keep ? &fd : NULL);
         if (r == 0) {
@@ -485,6 +487,30 @@ bool host_cache_expire(struct host *h, uint64_t now_ns, uint64_t max_age_ns)
         return false;
     host_cache_drop(h);
     return true;
+}
+
+void host_cache_put(struct host *h, enum host_dir d, const char *path, const char *value)
+{
+    bool fresh;
+    struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
+    if (!e)
+        return;
+    free(e->data);
+    e->data = xstrdup(value);
+    e->len = strlen(value);
+    e->err = 0;
+    e->refetch = false;
+}
+
+const char *host_cache_peek(struct host *h, enum host_dir d, const char *path)
+{
+    bool fresh;
+    struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
+    if (e && fresh)
+        e->refetch = true; /* empty: its first static read fills it */
+    if (!e || e->err < 0 || e->refetch)
+        return NULL;
+    return e->data;
 }
 
 void host_cache_stats(const struct host *h, struct host_cache_stats *ret)

@@ -178,13 +178,13 @@ int host_netlink_open(struct host *h, int protocol);
  * with host_cache_mode(): STATIC ones (topology, names, latencies, device
  * lists and identities, mount info) cost no system call after the first;
  * DYNAMIC ones keep their file open (at most MAX_FDS of them; beyond,
- * opened each time) and pread() it. A kept file that answers ENODEV or
- * ENOENT (the device or CPU went away) marks the cache stale: the next
- * host_cache_expire() drops it, so the next sample rescans. On a recorded
- * tree an unlinked file stays readable through its kept fd: a removal
- * shows at the next drop, or at once where a fault (fault.h) answers
- * ENODEV for it, as the kernel would. Faults are matched before the
- * cache, as without it; a recorder (snapshot) reads without it; a write
+ * opened each time) and pread() it, on a live root: a recorded tree's
+ * files are opened each time (a replaced or removed file must show, and
+ * a kept fd would not see it). A file read before that now answers ENODEV
+ * or ENOENT (the device or CPU went away; on a recorded tree also a fault,
+ * fault.h, standing in for the kernel) marks the cache stale: the next
+ * host_cache_expire() drops it, so the next sample rescans. Faults are
+ * matched before the cache, as without it; a recorder (snapshot) reads without it; a write
  * (host_write) makes the next static read of that file read it anew. */
 void host_cache_enable(struct host *h, unsigned max_fds);
 /* Set the mode; returns the one before, for the caller to restore. */
@@ -193,6 +193,12 @@ enum host_cache_mode host_cache_mode(struct host *h, enum host_cache_mode mode);
 void host_cache_drop(struct host *h);
 /* Drop when stale or older than MAX_AGE_NS; true when it dropped. */
 bool host_cache_expire(struct host *h, uint64_t now_ns, uint64_t max_age_ns);
+/* A sampler's own judgement that a value it read will not move until the
+ * next drop ("unsupported" runtime PM): host_cache_put() stores it as the
+ * file's static content, host_cache_peek() gives it back (NULL when none,
+ * or without a cache) without reading anything. */
+void host_cache_put(struct host *h, enum host_dir d, const char *path, const char *value);
+const char *host_cache_peek(struct host *h, enum host_dir d, const char *path);
 struct host_cache_stats {
     bool enabled;
     size_t entries;

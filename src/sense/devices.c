@@ -322,23 +322,23 @@ static void read_power(struct host *h, struct sample *s, const char *pw, struct 
  * files kept open under the agent's cache; but a device whose runtime PM
  * is "unsupported" (no driver support: memory blocks, virtio, most
  * platform devices) stays so until its driver changes, so under the cache
- * its power/ is static (a rebind shows at the next drop, within a minute).
- * Without a cache the static look is an ordinary read. */
+ * its power/ is static after the first look (a rebind shows at the next
+ * drop, within a minute). Each file is still read once a sample at most,
+ * as the fixtures' faults expect. */
 static void read_runtime_pm(struct host *h, struct sample *s, const char *dir,
                             struct device_info *d)
 {
     _cleanup_free_ char *pw = xasprintf("%s/power", dir);
-    _cleanup_free_ char *st = NULL;
-    bool unsupported = false;
-    if (h->cache) { /* devices_collect's mode: static */
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/runtime_status", pw);
-        unsupported = host_read_str(h, HOST_SYS, path, &st) == 0 && streq(st, "unsupported");
-    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/runtime_status", pw);
+    const char *known = host_cache_peek(h, HOST_SYS, path);
+    bool unsupported = known && streq(known, "unsupported\n");
     enum host_cache_mode m =
         host_cache_mode(h, unsupported ? HOST_CACHE_STATIC : HOST_CACHE_DYNAMIC);
     read_power(h, s, pw, d);
     host_cache_mode(h, m);
+    if (!unsupported && d->status == DEV_STATUS_UNSUPPORTED)
+        host_cache_put(h, HOST_SYS, path, "unsupported\n");
 }
 
 static void read_power(struct host *h, struct sample *s, const char *pw, struct device_info *d)
