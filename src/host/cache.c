@@ -7,13 +7,18 @@
 
 #include "base/util.h"
 
+/* FNV-1a, then murmur3's finaliser: FNV's low bits (the table index)
+ * mix poorly on paths that differ in one digit ("cpu17/.../state2"). */
 static uint64_t hash_key(const char *k, size_t len)
 {
-    uint64_t x = 1469598103934665603ull; /* FNV-1a */
+    uint64_t x = 1469598103934665603ull;
     for (size_t i = 0; i < len; i++) {
         x ^= (unsigned char)k[i];
         x *= 1099511628211ull;
     }
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
     return x;
 }
 
@@ -49,7 +54,7 @@ static void grow(struct host_cache *c)
         struct cache_ent *e = &c->ent[i];
         if (!e->key)
             continue;
-        size_t j = hash_key(e->key, strlen(e->key)) & (cap - 1);
+        size_t j = e->hash & (cap - 1);
         while (ent[j].key)
             j = (j + 1) & (cap - 1);
         ent[j] = *e;
@@ -69,9 +74,10 @@ struct cache_ent *cache_get(struct host_cache *c, enum cache_kind kind, enum hos
         return NULL;
     if ((c->n + 1) * 2 > c->cap)
         grow(c);
-    size_t j = hash_key(key, kl) & (c->cap - 1);
+    uint64_t hash = hash_key(key, kl);
+    size_t j = hash & (c->cap - 1);
     while (c->ent[j].key) {
-        if (streq(c->ent[j].key, key)) {
+        if (c->ent[j].hash == hash && streq(c->ent[j].key, key)) {
             c->hits++;
             return &c->ent[j];
         }
@@ -79,7 +85,7 @@ struct cache_ent *cache_get(struct host_cache *c, enum cache_kind kind, enum hos
     }
     c->misses++;
     c->n++;
-    c->ent[j] = (struct cache_ent){.key = xstrdup(key), .kind = kind, .fd = -1};
+    c->ent[j] = (struct cache_ent){.key = xstrdup(key), .hash = hash, .kind = kind, .fd = -1};
     *ret_new = true;
     return &c->ent[j];
 }

@@ -21,7 +21,8 @@ enum cache_kind {
 };
 
 struct cache_ent {
-    char *key; /* kind, dir and path: "\x01" "\x00" "devices/..." */
+    char *key; /* kind + 1, dir + 1, then the path */
+    uint64_t hash;
     enum cache_kind kind;
     int err;      /* the -errno the first look gave (static kinds) */
     int fd;       /* CACHE_FD, CACHE_DIR: -1 when none is kept */
