@@ -72,8 +72,13 @@ struct agent {
      * read at start and on SIGHUP; NULL: none, built-in rules only. */
     char *confdir;
     struct devpolicy *devpolicy;
+    /* CPU time of the agent's own parts of a sample, summed and last */
+    uint64_t cost_ns[3], cost_last_ns[3];
+    struct agent_costs costs;
     bool stop;
 };
+
+enum { COST_WAKEUPS, COST_MODEL, COST_RENDER };
 
 /* systemd's readiness protocol (sd_notify(3)) without libsystemd: one
  * datagram to $NOTIFY_SOCKET. Nothing happens outside systemd. */
@@ -143,6 +148,78 @@ static char *steal(struct strbuf *b, size_t *ret_len)
 
 static int load_model(struct agent *a);
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cost_add(struct agent *a, int which, uint64_t ns)
+{
+    a->cost_ns[which] += ns;
+    a->cost_last_ns[which] = ns;
+}
+
+/* Which way per-cgroup wake-ups are counted (attrib.h). */
+static const char *wakeups_path(const struct agent *a)
+{
+    if (!a->attrib)
+        return "off";
+    return wake_path_name(a->attrib->path);
+}
+
+/* The per-sampler costs for the metrics and /status: the sense samplers
+ * and the topology (sense->cpu_ns), then the agent's own parts. */
+static void costs_update(struct agent *a)
+{
+    struct agent_costs *c = &a->costs;
+    const struct sense *s = a->sense;
+    c->n = 0;
+    for (unsigned i = 0; i <= _SAMPLER_MAX && c->n < AGENT_COSTS_MAX; i++) {
+        if (i < _SAMPLER_MAX && !s->usable[i])
+            continue;
+        c->v[c->n++] = (struct agent_cost){.sampler = sense_cost_name(i),
+                                           .path = sense_read_path(s),
+                                           .cpu_s = (double)s->cpu_ns[i] / 1e9,
+                                           .last_s = (double)s->last_ns[i] / 1e9};
+    }
+    static const char *const names[] = {"wakeups", "model", "render"};
+    for (int i = 0; i < 3 && c->n < AGENT_COSTS_MAX; i++)
+        c->v[c->n++] = (struct agent_cost){.sampler = names[i],
+                                           .path = i == COST_WAKEUPS ? wakeups_path(a)
+                                                   : i == COST_MODEL ? "memory"
+                                                                     : "snapshot",
+                                           .cpu_s = (double)a->cost_ns[i] / 1e9,
+                                           .last_s = (double)a->cost_last_ns[i] / 1e9};
+    struct host_cache_stats st;
+    host_cache_stats(a->h, &st);
+    c->cache = st.enabled;
+    c->cache_files = st.entries;
+    c->cache_fds = st.kept_fds;
+    c->rescans = s->rescans;
+}
+
+/* /status: the report document with the agent's costs as its "agent"
+ * member, spliced in before the document's closing brace. */
+static void status_add_costs(struct agent *a, struct json *doc)
+{
+    struct strbuf *b = &doc->out;
+    while (b->len && (b->s[b->len - 1] == '\n' || b->s[b->len - 1] == ' '))
+        b->len--;
+    if (!b->len || b->s[b->len - 1] != '}')
+        return;
+    b->len--;
+    b->s[b->len] = '\0';
+    struct json j;
+    json_init(&j, false);
+    agent_costs_json(&a->costs, &j);
+    strbuf_appendf(b, "%s\"agent\":%s}", b->len && b->s[b->len - 1] != '{' ? "," : "",
+                   strbuf_str(&j.out));
+    json_free(&j);
+}
+
 /* The fleet controller's metrics file (watt fleet run --metrics), read
  * once per sample, never at a scrape. It is written by rename, so it is
  * whole; one that is missing (no controller on this host yet) or too
@@ -176,6 +253,72 @@ static void append_fleet_metrics(const char *path, struct strbuf *buf)
     last_err = err;
 }
 
+/* What the current snapshot is rendered from, kept until the next sample:
+ * the two samples, the power summary, the problems, the guard's status and
+ * the agent's own figures as of the sample. Rendering reads memory only
+ * (never sysfs), so a scrape may do it: each of the three documents is
+ * rendered at the first request for it, once per sample, and not at all
+ * when nobody asks (an idle agent, or a Prometheus that wants one format). */
+struct view {
+    bool valid;
+    struct report_ctx c;
+    struct sample *older; /* c.a when there were two samples; owned */
+    struct power_summary ps;
+    struct diags diags;
+    struct guard_status gs;
+    struct agent_self self;
+    char *fleet; /* the fleet controller's metrics, read at the sample; owned */
+};
+
+static struct view view_of_agent; /* the agent runs once per process */
+
+static void view_clear(struct view *v)
+{
+    if (!v->valid)
+        return;
+    power_summary_free(&v->ps);
+    diags_free(&v->diags);
+    sample_free(v->older);
+    free(v->fleet);
+    *v = (struct view){0};
+}
+
+enum { DOC_TEXT, DOC_OPENMETRICS, DOC_STATUS };
+
+/* Render one document of the current snapshot into it, unless done. */
+static void snapshot_fill(struct agent *a, struct snapshot *s, int doc)
+{
+    struct view *v = &view_of_agent;
+    char **dst = doc == DOC_TEXT ? &s->text : doc == DOC_OPENMETRICS ? &s->openmetrics : &s->status;
+    size_t *len = doc == DOC_TEXT          ? &s->text_len
+                  : doc == DOC_OPENMETRICS ? &s->openmetrics_len
+                                           : &s->status_len;
+    if (*dst)
+        return;
+    if (!v->valid || a->snap != s) { /* cannot happen: only the current one is served */
+        *dst = xstrdup("");
+        *len = 0;
+        return;
+    }
+    uint64_t t0 = thread_cpu_ns();
+    struct strbuf buf = {0};
+    if (doc == DOC_STATUS) {
+        struct json j;
+        json_init(&j, false);
+        report_render_json(&v->c, &j);
+        status_add_costs(a, &j);
+        *dst = steal(&j.out, len);
+        json_free(&j);
+    } else {
+        agent_metrics_render(&v->c, a->energy, &v->self, a->cfg.rapl, a->cfg.pue,
+                             doc == DOC_OPENMETRICS, &buf);
+        if (doc == DOC_TEXT && v->fleet)
+            strbuf_append(&buf, v->fleet);
+        *dst = steal(&buf, len);
+    }
+    cost_add(a, COST_RENDER, thread_cpu_ns() - t0);
+}
+
 /* Take a sample and replace the snapshot. A failed sample keeps the old
  * snapshot (and says so on stderr). */
 static void take_sample(struct agent *a)
@@ -192,8 +335,14 @@ static void take_sample(struct agent *a)
         if (a->attrib)
             agent_attrib_set_model(a->attrib, &a->model);
     }
-    struct diags diags = {0};
-    struct report_ctx c = {
+    /* the old snapshot's view goes; responses still sending keep their text */
+    snapshot_unref(a->snap);
+    a->snap = NULL;
+    struct view *v = &view_of_agent;
+    view_clear(v);
+    v->valid = true;
+    v->older = a->prev;
+    v->c = (struct report_ctx){
         .h = a->h,
         .sense = a->sense,
         .a = a->prev,
@@ -201,49 +350,41 @@ static void take_sample(struct agent *a)
         .cur = b,
         /* no nominal interval: the time between the ticks, on a recorded root too */
         .interval_s = window_interval(a->prev, b, a->h->live, 0),
-        .diags = &diags,
+        .diags = &v->diags,
         .devpolicy = a->devpolicy,
     };
     if (!a->prev) /* a single sample: report's convention is a = it, b = NULL */
-        c.a = b;
-    struct power_summary ps;
-    report_power_build(&c, &a->model, &ps);
-    c.power = &ps;
+        v->c.a = b;
+    uint64_t t1 = thread_cpu_ns();
+    report_power_build(&v->c, &a->model, &v->ps);
+    v->c.power = &v->ps;
     agent_energy_update(a->energy, a->prev, b);
+    uint64_t t2 = thread_cpu_ns();
+    cost_add(a, COST_MODEL, t2 - t1);
     if (a->attrib && a->prev)
-        agent_attrib_update(a->attrib, a->prev, b, c.interval_s);
+        agent_attrib_update(a->attrib, a->prev, b, v->c.interval_s);
+    cost_add(a, COST_WAKEUPS, thread_cpu_ns() - t2);
     a->self.attrib = a->attrib;
-    c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
+    v->c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
     a->self.samples++;
-
-    struct snapshot *s = xcalloc(1, sizeof(*s));
-    struct strbuf buf = {0};
-    self_update(a, now_monotonic_ns() - t0);
-    struct guard_status gs;
-    if (a->tune.guard) {
-        guard_get_status(a->tune.guard, now_monotonic_ns(), &gs);
-        a->self.guard = &gs;
-    }
-    agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, false, &buf);
-    if (a->cfg.fleet_metrics)
-        append_fleet_metrics(a->cfg.fleet_metrics, &buf);
-    s->text = steal(&buf, &s->text_len);
-    agent_metrics_render(&c, a->energy, &a->self, a->cfg.rapl, a->cfg.pue, true, &buf);
-    s->openmetrics = steal(&buf, &s->openmetrics_len);
-    a->self.guard = NULL;
-    struct json j;
-    json_init(&j, false);
-    report_render_json(&c, &j);
-    s->status = steal(&j.out, &s->status_len);
-    json_free(&j);
-    s->refs = 1;
-
-    snapshot_unref(a->snap);
-    a->snap = s;
-    power_summary_free(&ps);
-    diags_free(&diags);
-    sample_free(a->prev);
     a->prev = b;
+
+    self_update(a, now_monotonic_ns() - t0);
+    costs_update(a);
+    a->self.costs = &a->costs;
+    v->self = a->self; /* as of this sample: scrapes counted so far */
+    if (a->tune.guard) {
+        guard_get_status(a->tune.guard, now_monotonic_ns(), &v->gs);
+        v->self.guard = &v->gs;
+    }
+    if (a->cfg.fleet_metrics) { /* read at the sample, never at a scrape */
+        struct strbuf buf = {0};
+        append_fleet_metrics(a->cfg.fleet_metrics, &buf);
+        v->fleet = strbuf_steal(&buf);
+    }
+    struct snapshot *s = xcalloc(1, sizeof(*s));
+    s->refs = 1;
+    a->snap = s;
     a->self.sample_s = (double)(now_monotonic_ns() - t0) / 1e9;
 }
 
@@ -334,12 +475,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
     if (!a->snap)
         return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no sample yet\n");
-    if (streq(url, "/status"))
+    if (streq(url, "/status")) {
+        snapshot_fill(a, a->snap, DOC_STATUS);
         return reply_snapshot(a, conn, a->snap->status, a->snap->status_len, CT_JSON);
+    }
     a->self.scrapes++;
-    if (wants_openmetrics(conn))
+    if (wants_openmetrics(conn)) {
+        snapshot_fill(a, a->snap, DOC_OPENMETRICS);
         return reply_snapshot(a, conn, a->snap->openmetrics, a->snap->openmetrics_len,
                               CT_OPENMETRICS);
+    }
+    snapshot_fill(a, a->snap, DOC_TEXT);
     return reply_snapshot(a, conn, a->snap->text, a->snap->text_len, CT_TEXT);
 }
 
@@ -494,6 +640,36 @@ static void fit_nofile(struct agent *a, unsigned reserve)
                 (unsigned long long)rl.rlim_cur, a->cfg.max_connections, room);
         a->cfg.max_connections = room;
     }
+}
+
+/* The read cache (sense_cache): the files kept open get what the soft
+ * RLIMIT_NOFILE leaves over HTTP's share (fit_nofile), raised toward the
+ * hard limit by up to CACHE_FDS; without room every moving file is opened
+ * each sample, as before. */
+#define CACHE_FDS 16384u
+static void enable_read_cache(struct agent *a)
+{
+    unsigned trace_fds = 0;
+    if (a->attrib) {
+        const int *fds;
+        trace_fds = (unsigned)agent_attrib_fds(a->attrib, &fds);
+    }
+    rlim_t http = (rlim_t)a->cfg.max_connections + CONNS_BATCH + 64 + trace_fds;
+    struct rlimit rl;
+    unsigned budget = CACHE_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        rlim_t want = http + CACHE_FDS;
+        if (rl.rlim_cur < want) {
+            rlim_t old = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                rl.rlim_cur = old;
+        }
+        budget = rl.rlim_cur > http ? (unsigned)(rl.rlim_cur - http) : 0;
+        if (budget > CACHE_FDS)
+            budget = CACHE_FDS;
+    }
+    sense_cache(a->sense, budget);
 }
 
 static int start_http(struct agent *a)
@@ -651,6 +827,12 @@ static int load_devpolicy(struct agent *a, bool reload)
 static void reload(struct agent *a)
 {
     notify("RELOADING=1");
+    /* the current snapshot's view points into the guard and the device
+     * policy a reload replaces: render what was not asked for yet now */
+    if (a->snap)
+        for (int doc = DOC_TEXT; doc <= DOC_STATUS; doc++)
+            snapshot_fill(a, a->snap, doc);
+    sense_refresh(a->sense); /* topology, devices, names: read anew */
     load_devpolicy(a, true); /* with or without --config */
     reload_config(a);
     notify("READY=1");
@@ -783,6 +965,7 @@ static void agent_close(struct agent *a)
     if (a->lfd >= 0)
         close(a->lfd);
     snapshot_unref(a->snap);
+    view_clear(&view_of_agent);
     sample_free(a->prev);
     agent_energy_free(a->energy);
     agent_attrib_free(a->attrib);
@@ -951,6 +1134,8 @@ int agent_run(const struct agent_config *start, const char *config_path,
     }
     if (r >= 0)
         r = start_http(&a);
+    if (r >= 0)
+        enable_read_cache(&a);
     if (r < 0) {
         agent_close(&a);
         return r;

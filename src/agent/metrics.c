@@ -157,6 +157,26 @@ static const struct fam f_self_http_closed =
             "header_timeout for no whole request head within header_timeout.");
 static const struct fam f_self_start = GAUGE("watt_agent_start_time_seconds", "seconds",
                                              "When the agent started, seconds since the epoch.");
+static const struct fam f_sampler_s =
+    COUNTER("watt_agent_sampler_seconds_total", "seconds",
+            "CPU time each part of the agent's sample used (its thread's CPU clock): the sense "
+            "samplers, topology, wakeups, model and render.");
+static const struct fam f_sampler_last =
+    GAUGE("watt_agent_sampler_last_seconds", "seconds",
+          "CPU time each part of the agent's last sample used.");
+static const struct fam f_sampler_info =
+    GAUGE("watt_agent_sampler_info", NULL,
+          "How each part reads, always 1: path cache+pread (static files cached, moving ones "
+          "kept open), cache+open (a recorded root), open (every file each sample); wakeups: "
+          "trace, proc or off.");
+static const struct fam f_cache_files = GAUGE(
+    "watt_agent_read_cache_entries", NULL, "Files, listings and links in the agent's read cache.");
+static const struct fam f_cache_fds = GAUGE("watt_agent_read_cache_open_files", NULL,
+                                            "Files and directories the read cache keeps open.");
+static const struct fam f_cache_rescans =
+    COUNTER("watt_agent_read_cache_rescans_total", NULL,
+            "Times the read cache was dropped and the static files read anew: once a minute, "
+            "on SIGHUP, when a device or CPU went away or the online CPUs changed.");
 static const struct fam f_energy =
     COUNTER("watt_energy_joules_total", "joules",
             "Energy per meter domain, corrected for hardware counter wraps; never decreases.");
@@ -262,6 +282,66 @@ static void single_double(struct mw *w, const struct fam *f, double v)
     mw_value_double(w, v);
 }
 
+static void cost_series(struct mw *w, const struct agent_cost *c)
+{
+    mw_series(w);
+    mw_label(w, "sampler", c->sampler);
+}
+
+static void render_costs(struct mw *w, const struct agent_costs *c)
+{
+    if (!c)
+        return;
+    mw_fam(w, &f_sampler_s);
+    for (size_t i = 0; i < c->n; i++) {
+        cost_series(w, &c->v[i]);
+        mw_value_double(w, c->v[i].cpu_s);
+    }
+    mw_fam(w, &f_sampler_last);
+    for (size_t i = 0; i < c->n; i++) {
+        cost_series(w, &c->v[i]);
+        mw_value_double(w, c->v[i].last_s);
+    }
+    mw_fam(w, &f_sampler_info);
+    for (size_t i = 0; i < c->n; i++) {
+        cost_series(w, &c->v[i]);
+        mw_label(w, "path", c->v[i].path);
+        mw_value_u64(w, 1);
+    }
+    if (!c->cache)
+        return;
+    single_u64(w, &f_cache_files, c->cache_files);
+    single_u64(w, &f_cache_fds, c->cache_fds);
+    single_u64(w, &f_cache_rescans, c->rescans);
+}
+
+void agent_costs_json(const struct agent_costs *c, struct json *j)
+{
+    json_object_begin(j);
+    json_key(j, "samplers");
+    json_array_begin(j);
+    for (size_t i = 0; i < c->n; i++) {
+        json_object_begin(j);
+        json_kv_string(j, "sampler", c->v[i].sampler);
+        json_kv_string(j, "path", c->v[i].path);
+        json_kv_double(j, "cpu_s", c->v[i].cpu_s);
+        json_kv_double(j, "last_cpu_s", c->v[i].last_s);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_key(j, "read_cache");
+    if (c->cache) {
+        json_object_begin(j);
+        json_kv_u64(j, "entries", c->cache_files);
+        json_kv_u64(j, "open_files", c->cache_fds);
+        json_kv_u64(j, "rescans", c->rescans);
+        json_object_end(j);
+    } else {
+        json_null(j);
+    }
+    json_object_end(j);
+}
+
 static void render_self(struct mw *w, const struct agent_self *s)
 {
     mw_fam(w, &f_build);
@@ -286,6 +366,7 @@ static void render_self(struct mw *w, const struct agent_self *s)
     mw_label(w, "reason", "header_timeout");
     mw_value_u64(w, s->http_timed_out);
     single_double(w, &f_self_start, s->start_time_s);
+    render_costs(w, s->costs);
 }
 
 /* Energy and power series share their labels. */

@@ -10,10 +10,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
-#include "view/report.h"
 #include "sense/sample.h"
 #include "tune/guard.h"
+#include "view/report.h"
 
 struct agent_attrib;
 
@@ -22,6 +23,28 @@ enum agent_rapl_mode {
     AGENT_RAPL_COARSE, /* rounded down to whole kilojoules: RAPL energy is a
                         * side channel (CVE-2020-8694) */
     AGENT_RAPL_OFF,    /* no RAPL energy or power series at all */
+};
+
+/* What one part of the agent's sample cost and how it read: a sense
+ * sampler ("cpuidle", path "cache+pread"), the topology, the wake-up
+ * accounting ("wakeups", path "trace", "proc" or "off"), the power model
+ * ("model") and the rendering of this snapshot ("render"). */
+struct agent_cost {
+    const char *sampler;
+    const char *path;
+    double cpu_s;  /* thread CPU time, summed over all samples */
+    double last_s; /* ... of the last sample */
+};
+
+#define AGENT_COSTS_MAX 16
+
+struct agent_costs {
+    struct agent_cost v[AGENT_COSTS_MAX];
+    size_t n;
+    bool cache;           /* the host's read cache is on */
+    uint64_t cache_files; /* entries in it */
+    uint64_t cache_fds;   /* files and directories kept open */
+    uint64_t rescans;     /* times it was dropped and read anew */
 };
 
 /* The agent about itself. */
@@ -39,6 +62,7 @@ struct agent_self {
     double start_time_s;               /* realtime of the agent's start */
     const struct guard_status *guard;  /* the latency guard; NULL when none runs */
     const struct agent_attrib *attrib; /* per-cgroup accounting; NULL when off */
+    const struct agent_costs *costs;   /* per-sampler costs; NULL: not rendered */
 };
 
 /* Monotonic energy totals per (source, domain), corrected for hardware
@@ -58,6 +82,9 @@ void agent_energy_update(struct agent_energy *e, const struct sample *a, const s
  * NULL, b/cur = this one, power summary), E, SELF; PUE multiplies the IT
  * power into the facility power; OPENMETRICS picks the format (and ends it
  * with "# EOF"). Appends to OUT. */
+/* The costs as /status's "agent" member's value (an object). */
+void agent_costs_json(const struct agent_costs *c, struct json *j);
+
 void agent_metrics_render(const struct report_ctx *c, const struct agent_energy *e,
                           const struct agent_self *self, enum agent_rapl_mode rapl, double pue,
                           bool openmetrics, struct strbuf *out);

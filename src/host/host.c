@@ -19,6 +19,7 @@
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "host/beneath.h"
+#include "host/cache.h"
 #include "host/fault.h"
 
 #define HOST_MAX_FILE (64u << 20)
@@ -107,6 +108,10 @@ void host_close(struct host *h)
     if (!h)
         return;
     host_tracefs_unmount(h);
+    if (h->cache) {
+        cache_clear(h->cache);
+        free(h->cache);
+    }
     for (int d = 0; d < _HOST_DIR_MAX; d++)
         if (h->fd[d] >= 0)
             close(h->fd[d]);
@@ -235,6 +240,195 @@ static int text_ok(char *s, size_t len)
     return -EINVAL;
 }
 
+/* The whole of an open file, from offset 0 with pread() (a kept file is
+ * re-read from its start: sysfs and seq_file show it anew). -ESPIPE: the
+ * file takes no pread (read_all falls back to read()). */
+static int read_all(struct host *h, enum host_dir d, int fd, bool positional, struct strbuf *b)
+{
+    char chunk[16384];
+    uint64_t off = 0;
+    for (;;) {
+        ssize_t n = positional ? pread(fd, chunk, sizeof(chunk), (off_t)off)
+                               : read(fd, chunk, sizeof(chunk));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int r = -errno;
+            strbuf_free(b);
+            return r;
+        }
+        if (n == 0)
+            break;
+        if (b->len + (size_t)n > HOST_MAX_FILE) {
+            strbuf_free(b);
+            return -EFBIG;
+        }
+        strbuf_append_n(b, chunk, (size_t)n);
+        off += (uint64_t)n;
+        /* A sysfs attribute comes whole in the first read (one show() of at
+         * most a page): a short read is the end, and saves a read() per
+         * file, a quarter of a report's syscalls. procfs keeps reading. */
+        if (d == HOST_SYS && (size_t)n < sizeof(chunk))
+            break;
+    }
+    return 0;
+}
+
+static void read_done(struct host *h, enum host_dir d, const char *path, int fd, struct strbuf *b,
+                      char **ret, size_t *ret_len)
+{
+    h->nreads++;
+    if (h->rec) {
+        record_links(h, d, path);
+        _cleanup_free_ char *real = real_rel_path(h, fd);
+        if (real)
+            h->rec->file(h->rec->ud, real, strbuf_str(b), b->len);
+    }
+    if (ret_len)
+        *ret_len = b->len;
+    *ret = strbuf_steal(b);
+    if (!*ret)
+        *ret = xstrdup("");
+}
+
+/* Open REL under DFD and read it all. With RET_FD the fd is handed over
+ * (still open) on success instead of closed. */
+static int open_read(struct host *h, enum host_dir d, const char *path, int dfd, const char *rel,
+                     char **ret, size_t *ret_len, int *ret_fd)
+{
+    /* O_NONBLOCK on a recorded tree: a FIFO there would block the open
+     * and every read forever; non-blocking it reads as empty (garbage).
+     * No fstat() per file: on 384 CPUs it costs a third more time. */
+    _cleanup_close_ int fd =
+        root_openat(h, dfd, rel, O_RDONLY | O_NOCTTY | (h->live ? 0 : O_NONBLOCK));
+    if (fd < 0)
+        return fd;
+    struct strbuf b = {0};
+    int r = read_all(h, d, fd, ret_fd != NULL, &b);
+    if (r == -ESPIPE && ret_fd) { /* no pread here: read it once, keep nothing */
+        ret_fd = NULL;
+        r = read_all(h, d, fd, false, &b);
+    }
+    if (r < 0)
+        return r;
+    read_done(h, d, path, fd, &b, ret, ret_len);
+    if (ret_fd)
+        *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+static bool cache_on(const struct host *h)
+{
+    return h->cache && !h->rec && h->cache_mode != HOST_CACHE_OFF;
+}
+
+static bool is_gone(int r)
+{
+    return r == -ENOENT || r == -ENODEV || r == -ESTALE;
+}
+
+/* A static file: the first read's content or error, until the next drop. */
+static int read_static(struct host *h, enum host_dir d, const char *path, int dfd, const char *rel,
+                       char **ret, size_t *ret_len)
+{
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_CONTENT, d, path, &fresh);
+    if (!e)
+        return open_read(h, d, path, dfd, rel, ret, ret_len, NULL);
+    if (fresh || e->refetch) {
+        char *data;
+        size_t len;
+        free(e->data);
+        e->data = NULL;
+        e->refetch = false;
+        e->err = open_read(h, d, path, dfd, rel, &data, &len, NULL);
+        if (e->err == 0) {
+            e->data = data;
+            e->len = len;
+        }
+    }
+    if (e->err < 0)
+        return e->err;
+    *ret = xmalloc(e->len + 1);
+    memcpy(*ret, e->data, e->len + 1);
+    if (ret_len)
+        *ret_len = e->len;
+    return 0;
+}
+
+/* A moving file: pread() of the kept fd, or an open that may keep one. A
+ * file read before that is now gone marks the cache stale. */
+static int read_dynamic(struct host *h, enum host_dir d, const char *path, int dfd, const char *rel,
+                        char **ret, size_t *ret_len)
+{
+    struct host_cache *c = h->cache;
+    bool fresh;
+    struct cache_ent *e = cache_get(c, CACHE_FD, d, path, &fresh);
+    if (!e)
+        return open_read(h, d, path, dfd, rel, ret, ret_len, NULL);
+    int r;
+    if (e->err < 0) /* gone or not applicable (EIO) until the next drop */
+        return e->err;
+    if (e->fd >= 0) {
+        struct strbuf b = {0};
+        r = read_all(h, d, e->fd, true, &b);
+        if (r == 0) {
+            h->nreads++;
+            if (ret_len)
+                *ret_len = b.len;
+            *ret = strbuf_steal(&b);
+            if (!*ret)
+                *ret = xstrdup("");
+            return 0;
+        }
+        close(e->fd);
+        e->fd = -1;
+        c->nfds--;
+    } else {
+        /* live roots only: a recorded tree's file may be replaced (a test's
+         * rename) or removed, and an fd kept on it would not see that */
+        bool keep = h->live && c->nfds < c->max_fds;
+        int fd = -1;
+        r = open_read(h, d, path, dfd, rel, ret, ret_len, keep ? &fd : NULL);
+        if (r == 0) {
+            e->ok = true;
+            if (fd >= 0) {
+                e->fd = fd;
+                c->nfds++;
+            }
+            return 0;
+        }
+    }
+    if (e->ok && is_gone(r))
+        c->stale = true; /* a device or CPU went away: rescan */
+    e->ok = false;
+    /* A file that is not there, or whose driver says it does not apply
+     * (EIO: autosuspend_delay_ms without autosuspend; ENODATA, EINVAL,
+     * EOPNOTSUPP), says so until the next drop: no open per sample for
+     * it. Other errors (EACCES, EAGAIN) are tried again each time. */
+    if (is_gone(r) || r == -EIO || r == -ENODATA || r == -EINVAL || r == -EOPNOTSUPP)
+        e->err = r;
+    return r;
+}
+
+/* A fault stands in for the kernel: a kept file it makes fail as a
+ * removed device's would (ENODEV) marks the cache stale, as the kernel's
+ * answer does (a recorded tree's unlinked file stays readable). */
+static void fault_gone(struct host *h, enum host_dir d, const char *path, int r)
+{
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_FD, d, path, &fresh);
+    if (!e || !e->ok || !is_gone(r))
+        return;
+    h->cache->stale = true;
+    e->ok = false;
+    if (e->fd >= 0) {
+        close(e->fd);
+        e->fd = -1;
+        h->cache->nfds--;
+    }
+}
+
 /* The common read: `path` is the full path under d (for faults, the
  * recorder and messages); the file is opened as `rel` under `dfd`, which
  * is d's fd or a directory handle's (a short path is a cheap lookup). */
@@ -242,8 +436,11 @@ static int read_file(struct host *h, enum host_dir d, const char *path, int dfd,
                      char **ret, size_t *ret_len)
 {
     struct host_fault *f = h->nfault ? fault_match(h->fault, h->nfault, d, path) : NULL;
-    if (f && f->err)
+    if (f && f->err) {
+        if (cache_on(h) && h->cache_mode == HOST_CACHE_DYNAMIC)
+            fault_gone(h, d, path, -f->err);
         return -f->err;
+    }
     if (f && f->file)
         return host_read(h, HOST_ROOTDIR, f->file, ret, ret_len);
     if (f && f->value) {
@@ -254,48 +451,80 @@ static int read_file(struct host *h, enum host_dir d, const char *path, int dfd,
     }
     if (dfd < 0)
         return dfd;
-    /* O_NONBLOCK on a recorded tree: a FIFO there would block the open
-     * and every read forever; non-blocking it reads as empty (garbage).
-     * No fstat() per file: on 384 CPUs it costs a third more time. */
-    _cleanup_close_ int fd =
-        root_openat(h, dfd, rel, O_RDONLY | O_NOCTTY | (h->live ? 0 : O_NONBLOCK));
-    if (fd < 0)
-        return fd;
-    struct strbuf b = {0};
-    char chunk[16384];
-    for (;;) {
-        ssize_t n = read(fd, chunk, sizeof(chunk));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int r = -errno;
-            strbuf_free(&b);
-            return r;
-        }
-        if (n == 0)
-            break;
-        if (b.len + (size_t)n > HOST_MAX_FILE) {
-            strbuf_free(&b);
-            return -EFBIG;
-        }
-        strbuf_append_n(&b, chunk, (size_t)n);
-        /* A sysfs attribute comes whole in the first read (one show() of at
-         * most a page): a short read is the end, and saves a read() per
-         * file, a quarter of a report's syscalls. procfs keeps reading. */
-        if (d == HOST_SYS && (size_t)n < sizeof(chunk))
-            break;
-    }
-    h->nreads++;
-    if (h->rec) {
-        record_links(h, d, path);
-        _cleanup_free_ char *real = real_rel_path(h, fd);
-        if (real)
-            h->rec->file(h->rec->ud, real, strbuf_str(&b), b.len);
-    }
-    if (ret_len)
-        *ret_len = b.len;
-    *ret = strbuf_steal(&b);
-    return 0;
+    if (cache_on(h))
+        return h->cache_mode == HOST_CACHE_STATIC
+                   ? read_static(h, d, path, dfd, rel, ret, ret_len)
+                   : read_dynamic(h, d, path, dfd, rel, ret, ret_len);
+    return open_read(h, d, path, dfd, rel, ret, ret_len, NULL);
+}
+
+void host_cache_enable(struct host *h, unsigned max_fds)
+{
+    if (!h->cache)
+        h->cache = xcalloc(1, sizeof(*h->cache));
+    h->cache->max_fds = max_fds;
+    h->cache->since_ns = now_monotonic_ns();
+}
+
+enum host_cache_mode host_cache_mode(struct host *h, enum host_cache_mode mode)
+{
+    enum host_cache_mode old = h->cache_mode;
+    h->cache_mode = mode;
+    return old;
+}
+
+void host_cache_drop(struct host *h)
+{
+    if (!h->cache)
+        return;
+    cache_clear(h->cache);
+    h->cache->since_ns = now_monotonic_ns();
+}
+
+bool host_cache_expire(struct host *h, uint64_t now_ns, uint64_t max_age_ns)
+{
+    if (!h->cache || (!h->cache->stale && now_ns - h->cache->since_ns < max_age_ns))
+        return false;
+    host_cache_drop(h);
+    return true;
+}
+
+void host_cache_put(struct host *h, enum host_dir d, const char *path, const char *value)
+{
+    bool fresh;
+    struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
+    if (!e)
+        return;
+    free(e->data);
+    e->data = xstrdup(value);
+    e->len = strlen(value);
+    e->err = 0;
+    e->refetch = false;
+}
+
+const char *host_cache_peek(struct host *h, enum host_dir d, const char *path)
+{
+    bool fresh;
+    struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
+    if (e && fresh)
+        e->refetch = true; /* empty: its first static read fills it */
+    if (!e || e->err < 0 || e->refetch)
+        return NULL;
+    return e->data;
+}
+
+void host_cache_stats(const struct host *h, struct host_cache_stats *ret)
+{
+    const struct host_cache *c = h->cache;
+    *ret = (struct host_cache_stats){.enabled = c != NULL};
+    if (!c)
+        return;
+    ret->entries = c->n;
+    ret->kept_fds = c->nfds;
+    ret->max_fds = c->max_fds;
+    ret->hits = c->hits;
+    ret->misses = c->misses;
+    ret->drops = c->drops;
 }
 
 int host_read(struct host *h, enum host_dir d, const char *path, char **ret, size_t *ret_len)
@@ -308,6 +537,28 @@ int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host
     int dfd = dirfd_of(h, d);
     if (dfd < 0)
         return dfd;
+    if (cache_on(h) && h->cache_mode == HOST_CACHE_STATIC) {
+        bool fresh;
+        struct cache_ent *e = cache_get(h->cache, CACHE_DIR, d, path, &fresh);
+        if (e && fresh) {
+            e->err = root_openat(h, dfd, path, O_PATH | O_DIRECTORY);
+            if (e->err >= 0 && h->cache->nfds < h->cache->max_fds) {
+                e->fd = e->err;
+                e->err = 0;
+                h->cache->nfds++;
+            } else if (e->err >= 0) { /* over the budget: opened each time */
+                close(e->err);
+                e->err = 0;
+            }
+        }
+        if (e && e->err < 0)
+            return e->err;
+        if (e && e->fd >= 0) {
+            *ret = (struct host_dirh){
+                .h = h, .d = d, .fd = e->fd, .path = xstrdup(path), .borrowed = true};
+            return 0;
+        }
+    }
     int fd = root_openat(h, dfd, path, O_PATH | O_DIRECTORY);
     if (fd < 0)
         return fd;
@@ -323,7 +574,7 @@ int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host
 
 void host_dir_close(struct host_dirh *dh)
 {
-    if (dh->fd >= 0)
+    if (dh->fd >= 0 && !dh->borrowed)
         close(dh->fd);
     free(dh->path);
     *dh = (struct host_dirh){.fd = -1};
@@ -437,11 +688,38 @@ static int natural_cmp(const void *a, const void *b)
     return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int list_dir(struct host *h, enum host_dir d, const char *path, char ***ret, size_t *ret_n);
+
+static char **copy_list(char *const *v, size_t n)
+{
+    char **c = xcalloc(n ? n : 1, sizeof(*c));
+    for (size_t i = 0; i < n; i++)
+        c[i] = xstrdup(v[i]);
+    return c;
+}
+
 int host_list(struct host *h, enum host_dir d, const char *path, char ***ret, size_t *ret_n)
 {
     struct host_fault *f = fault_match(h->fault, h->nfault, d, path);
     if (f && f->err)
         return -f->err;
+    if (!cache_on(h) || h->cache_mode != HOST_CACHE_STATIC)
+        return list_dir(h, d, path, ret, ret_n);
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_LIST, d, path, &fresh);
+    if (!e)
+        return list_dir(h, d, path, ret, ret_n);
+    if (fresh)
+        e->err = list_dir(h, d, path, &e->list, &e->nlist);
+    if (e->err < 0)
+        return e->err;
+    *ret = copy_list(e->list, e->nlist);
+    *ret_n = e->nlist;
+    return 0;
+}
+
+static int list_dir(struct host *h, enum host_dir d, const char *path, char ***ret, size_t *ret_n)
+{
     int fd = open_at(h, d, path, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
         return fd;
@@ -481,7 +759,25 @@ void host_free_list(char **list, size_t n)
     free(list);
 }
 
+static int readlink_at(struct host *h, enum host_dir d, const char *path, char **ret);
+
 int host_readlink(struct host *h, enum host_dir d, const char *path, char **ret)
+{
+    if (!cache_on(h) || h->cache_mode != HOST_CACHE_STATIC)
+        return readlink_at(h, d, path, ret);
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_LINK, d, path, &fresh);
+    if (!e)
+        return readlink_at(h, d, path, ret);
+    if (fresh)
+        e->err = readlink_at(h, d, path, &e->data);
+    if (e->err < 0)
+        return e->err;
+    *ret = xstrdup(e->data);
+    return 0;
+}
+
+static int readlink_at(struct host *h, enum host_dir d, const char *path, char **ret)
 {
     int dfd = dirfd_of(h, d);
     if (dfd < 0)
@@ -527,8 +823,29 @@ static void record_existing(struct host *h, enum host_dir d, const char *path,
     }
 }
 
-/* stat() of a path, confined to the tree like every open. */
+static int stat_now(struct host *h, enum host_dir d, const char *path, struct stat *st);
+
+/* stat() of a path, confined to the tree like every open; under a static
+ * cache only the mode is kept (all that exists and is_dir ask). */
 static int stat_at(struct host *h, enum host_dir d, const char *path, struct stat *st)
+{
+    if (!cache_on(h) || h->cache_mode != HOST_CACHE_STATIC)
+        return stat_now(h, d, path, st);
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_STAT, d, path, &fresh);
+    if (!e)
+        return stat_now(h, d, path, st);
+    if (fresh) {
+        e->err = stat_now(h, d, path, st);
+        e->mode = e->err == 0 ? st->st_mode : 0;
+    }
+    if (e->err < 0)
+        return e->err;
+    *st = (struct stat){.st_mode = e->mode};
+    return 0;
+}
+
+static int stat_now(struct host *h, enum host_dir d, const char *path, struct stat *st)
 {
     int dfd = dirfd_of(h, d);
     if (dfd < 0)
@@ -561,8 +878,18 @@ bool host_is_dir(struct host *h, enum host_dir d, const char *path)
     return true;
 }
 
+/* A write changes what a static read of the file gives: read it anew. */
+static void cache_written(struct host *h, enum host_dir d, const char *path)
+{
+    bool fresh;
+    struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
+    if (e)
+        e->refetch = true;
+}
+
 int host_write_raw(struct host *h, enum host_dir d, const char *path, const void *buf, size_t len)
 {
+    cache_written(h, d, path);
     struct host_fault *f = h->nfault ? fault_match_write(h->fault, h->nfault, d, path) : NULL;
     if (f)
         return -f->err;
@@ -877,11 +1204,14 @@ int host_self_cmdline(char **ret)
 
 int host_self_rss(uint64_t *ret)
 {
+    /* opened once and re-read with pread: the agent asks every sample */
+    static int fd = -1;
     char buf[128];
-    _cleanup_close_ int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
     if (n <= 0)
         return n < 0 ? -errno : -EIO;
     buf[n] = '\0';

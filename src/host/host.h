@@ -32,6 +32,16 @@ struct host_recorder {
 };
 
 struct host_fault;
+struct host_cache;
+
+/* What a read under an enabled cache (host_cache_enable) may assume. */
+enum host_cache_mode {
+    HOST_CACHE_OFF,     /* read the kernel's file now, as without a cache */
+    HOST_CACHE_STATIC,  /* cannot have changed since the last drop: contents,
+                         * listings, links and existence come from the cache */
+    HOST_CACHE_DYNAMIC, /* moves: re-read now, through a file kept open
+                         * (pread at 0) on a live root */
+};
 
 struct host {
     char *root;               /* as given, owned; "/" when live */
@@ -43,6 +53,8 @@ struct host {
     struct host_recorder *rec; /* optional, borrowed */
     uint64_t nreads;           /* statistics: files read */
     bool tracefs_mounted;      /* host_tracefs_events() mounted it: unmount it again */
+    struct host_cache *cache;  /* NULL: every read opens the file (report, top) */
+    enum host_cache_mode cache_mode;
 };
 
 /* root NULL means $WATT_ROOT, else "/". A recorded root whose sys, proc,
@@ -80,8 +92,9 @@ int host_pread(struct host *h, enum host_dir d, const char *path, void *buf, siz
 struct host_dirh {
     struct host *h;
     enum host_dir d;
-    int fd;     /* O_PATH */
-    char *path; /* relative to d, owned */
+    int fd;        /* O_PATH */
+    char *path;    /* relative to d, owned */
+    bool borrowed; /* fd belongs to the host's cache: not closed */
 };
 
 int host_dir_open(struct host *h, enum host_dir d, const char *path, struct host_dirh *ret);
@@ -160,6 +173,40 @@ void host_tracefs_unmount(struct host *h);
  * so -ENOTSUP there; -EPERM and the like where a sandbox refuses it. */
 int host_netlink_open(struct host *h, int protocol);
 
+/* The read cache of a long-running sampler (the agent; `watt report` and
+ * `watt top` read without one). Once enabled, reads follow the mode set
+ * with host_cache_mode(): STATIC ones (topology, names, latencies, device
+ * lists and identities, mount info) cost no system call after the first;
+ * DYNAMIC ones keep their file open (at most MAX_FDS of them; beyond,
+ * opened each time) and pread() it, on a live root: a recorded tree's
+ * files are opened each time (a replaced or removed file must show, and
+ * a kept fd would not see it). A file read before that now answers ENODEV
+ * or ENOENT (the device or CPU went away; on a recorded tree also a fault,
+ * fault.h, standing in for the kernel) marks the cache stale: the next
+ * host_cache_expire() drops it, so the next sample rescans. Faults are
+ * matched before the cache, as without it; a recorder (snapshot) reads without it; a write
+ * (host_write) makes the next static read of that file read it anew. */
+void host_cache_enable(struct host *h, unsigned max_fds);
+/* Set the mode; returns the one before, for the caller to restore. */
+enum host_cache_mode host_cache_mode(struct host *h, enum host_cache_mode mode);
+/* Forget everything cached and close the kept files (SIGHUP, hotplug). */
+void host_cache_drop(struct host *h);
+/* Drop when stale or older than MAX_AGE_NS; true when it dropped. */
+bool host_cache_expire(struct host *h, uint64_t now_ns, uint64_t max_age_ns);
+/* A sampler's own judgement that a value it read will not move until the
+ * next drop ("unsupported" runtime PM): host_cache_put() stores it as the
+ * file's static content, host_cache_peek() gives it back (NULL when none,
+ * or without a cache) without reading anything. */
+void host_cache_put(struct host *h, enum host_dir d, const char *path, const char *value);
+const char *host_cache_peek(struct host *h, enum host_dir d, const char *path);
+struct host_cache_stats {
+    bool enabled;
+    size_t entries;
+    unsigned kept_fds, max_fds;
+    uint64_t hits, misses, drops;
+};
+void host_cache_stats(const struct host *h, struct host_cache_stats *ret);
+
 /* Formatted-path variants: the path is built with printf. */
 int host_read_strf(struct host *h, enum host_dir d, char **ret, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -174,7 +221,8 @@ bool host_existsf(struct host *h, enum host_dir d, const char *fmt, ...)
 const char *host_dir_name(enum host_dir d); /* "sys", "proc", "dev", "" */
 
 /* This process's resident set in bytes (the agent's self-metric): always
- * the running kernel's /proc/self, whatever root a host has. */
+ * the running kernel's /proc/self, whatever root a host has. The file is
+ * kept open (the first caller's process: not for use across fork()). */
 int host_self_rss(uint64_t *ret);
 /* This process's command line, arguments joined by spaces (at most 511
  * bytes): who holds a lock. Owned. */

@@ -86,7 +86,19 @@ static void read_cpu_ids(struct host *h, int cpu, struct topo_cpu *c, struct dia
  * directory, or not present, is not online. Whatever the source, a CPU
  * the kernel lists in "offline" is offline: a recorded tree may lack the
  * "online" list and every per-CPU file, and still say which are off. */
+static void read_online_now(struct host *h, struct topology *t, struct diags *diags);
+
 static void read_online(struct host *h, struct topology *t, struct diags *diags)
+{
+    /* under the agent's cache (host_cache_enable) the rest of the topology
+     * is static; the online CPUs are read every sample, and a change
+     * rescans (sense_sample) */
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_DYNAMIC);
+    read_online_now(h, t, diags);
+    host_cache_mode(h, m);
+}
+
+static void read_online_now(struct host *h, struct topology *t, struct diags *diags)
 {
     if (read_cpulist(h, CPU_DIR "/online", &t->online, diags) < 0) {
         cpuset_free(&t->online);

@@ -197,6 +197,9 @@ static int clock_collect(struct host *h, void *state, struct sample *s)
     struct clock_sample *c = xcalloc(1, sizeof(*c));
     s->clock = c;
     c->cpu.first_disagree = -1;
+    /* the clocksources and the CPU flags: static under the agent's cache
+     * (a clocksource switch shows within a minute, or at SIGHUP) */
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
     if (host_is_dir(h, HOST_SYS, CS_DIR)) {
         c->current = read_str_or_null(h, s, CS_DIR "/current_clocksource");
         c->available = read_str_or_null(h, s, CS_DIR "/available_clocksource");
@@ -205,6 +208,7 @@ static int clock_collect(struct host *h, void *state, struct sample *s)
         sample_diag_read(s, h, HOST_SYS, CS_DIR, -ENOENT);
     }
     read_cpuinfo(h, s, c);
+    host_cache_mode(h, m);
     return 0;
 }
 

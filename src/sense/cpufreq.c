@@ -256,21 +256,33 @@ static char *cpu_str(struct read_ctx *x, const char *name, bool optional)
     return v;
 }
 
+/* Under the agent's cache only the current frequencies are read every
+ * sample (through files kept open); the driver, the governor, the limits
+ * and the EPP are settings, read once a minute, at SIGHUP and after the
+ * agent's own writes (host_write): a change by another tool shows within
+ * a minute. The order is the report's (diags). */
 static void read_cpu(struct read_ctx *x, struct cpufreq_cpu *c)
 {
+    struct host *h = x->h;
     c->cpu = x->cpu;
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
     c->driver = cpu_str(x, "scaling_driver", false);
     c->governor = cpu_str(x, "scaling_governor", false);
+    host_cache_mode(h, HOST_CACHE_DYNAMIC);
     c->cur_khz = cpu_u64(x, "scaling_cur_freq", false);
+    host_cache_mode(h, HOST_CACHE_STATIC);
     c->min_khz = cpu_u64(x, "scaling_min_freq", false);
     c->max_khz = cpu_u64(x, "scaling_max_freq", false);
     /* Always there on real kernels, absent from some recorded trees. */
     c->hw_min_khz = cpu_u64(x, "cpuinfo_min_freq", true);
     c->hw_max_khz = cpu_u64(x, "cpuinfo_max_freq", true);
+    host_cache_mode(h, HOST_CACHE_DYNAMIC);
     c->hw_cur_khz = cpu_u64(x, "cpuinfo_cur_freq", true);
+    host_cache_mode(h, HOST_CACHE_STATIC);
     c->base_khz = cpu_u64(x, "base_frequency", true);
     c->epp = cpu_str(x, "energy_performance_preference", true);
     c->epp_available = cpu_str(x, "energy_performance_available_preferences", true);
+    host_cache_mode(h, m);
     c->aperf = c->mperf = c->tsc = VAL_NONE;
 }
 
@@ -444,7 +456,12 @@ static int cpufreq_collect(struct host *h, void *state, struct sample *s)
     CPUSET_FOREACH (cpu, &s->topo.online) {
         char dir[64];
         snprintf(dir, sizeof(dir), CPU_DIR "/cpu%d/cpufreq", cpu);
-        if ((unsigned)cpu >= s->topo.ncpu || host_dir_open(h, HOST_SYS, dir, &x.dh) < 0)
+        if ((unsigned)cpu >= s->topo.ncpu)
+            continue;
+        enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
+        int r = host_dir_open(h, HOST_SYS, dir, &x.dh);
+        host_cache_mode(h, m);
+        if (r < 0)
             continue; /* no cpufreq policy for this CPU */
         x.cpu = cpu;
         read_cpu(&x, &cf->cpus[cf->ncpus++]);

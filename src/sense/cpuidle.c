@@ -81,8 +81,11 @@ static void read_state(struct host *h, struct sample *s, const char *dir, bool f
     }
     if (first_cpu)
         st->desc = dir_str_or_null(s, &dh, "desc");
+    /* the counters move; everything else here is the driver's and static */
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_DYNAMIC);
     st->usage = read_u64_or_none(s, &dh, "usage");
     st->time_us = read_u64_or_none(s, &dh, "time");
+    host_cache_mode(h, m);
     uint64_t dis = read_u64_or_none(s, &dh, "disable");
     st->disable = dis == VAL_NONE ? -1 : dis != 0;
     host_dir_close(&dh);
@@ -113,8 +116,15 @@ static unsigned count_states(struct host *h, int cpu, bool *ret_own_driver)
     return count;
 }
 
+static void collect_cpus(struct host *h, struct sample *s, struct cpuidle_sample *ci);
+
+/* Under the agent's cache (host_cache_enable) names, latencies, the
+ * driver and governor, the state listing and the disable files are read
+ * once a minute (hotplug or SIGHUP drops them sooner); usage and time
+ * every sample, through files kept open. */
 static int cpuidle_collect(struct host *h, void *state, struct sample *s)
 {
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
     struct cpuidle_sample *ci = xcalloc(1, sizeof(*ci));
     s->cpuidle = ci;
     ci->driver = read_str_or_null(h, s, CPU_DIR "/cpuidle/current_driver");
@@ -125,7 +135,13 @@ static int cpuidle_collect(struct host *h, void *state, struct sample *s)
     /* current_governor_ro on kernels before 5.6, current_governor after */
     if (host_read_str(h, HOST_SYS, CPU_DIR "/cpuidle/current_governor", &ci->governor) < 0)
         ci->governor = read_str_or_null(h, s, CPU_DIR "/cpuidle/current_governor_ro");
+    collect_cpus(h, s, ci);
+    host_cache_mode(h, m);
+    return 0;
+}
 
+static void collect_cpus(struct host *h, struct sample *s, struct cpuidle_sample *ci)
+{
     ci->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*ci->cpus));
     /* States (name, latency, residency) belong to the driver, not the CPU:
      * with one driver for all CPUs they are read once. Only kernels with
@@ -157,7 +173,6 @@ static int cpuidle_collect(struct host *h, void *state, struct sample *s)
             tmpl_shared = !own_driver;
         }
     }
-    return 0;
 }
 
 static void cpuidle_free_sample(struct sample *s)

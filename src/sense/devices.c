@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,10 +316,33 @@ static enum dev_wakeup read_wakeup(struct host *h, struct sample *s, const char 
     return DEV_WAKEUP_UNKNOWN;
 }
 
+static void read_power(struct host *h, struct sample *s, const char *pw, struct device_info *d);
+
+/* power/ moves (and `watt tune` moves control): read every sample, through
+ * files kept open under the agent's cache; but a device whose runtime PM
+ * is "unsupported" (no driver support: memory blocks, virtio, most
+ * platform devices) stays so until its driver changes, so under the cache
+ * its power/ is static after the first look (a rebind shows at the next
+ * drop, within a minute). Each file is still read once a sample at most,
+ * as the fixtures' faults expect. */
 static void read_runtime_pm(struct host *h, struct sample *s, const char *dir,
                             struct device_info *d)
 {
     _cleanup_free_ char *pw = xasprintf("%s/power", dir);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/runtime_status", pw);
+    const char *known = host_cache_peek(h, HOST_SYS, path);
+    bool unsupported = known && streq(known, "unsupported\n");
+    enum host_cache_mode m =
+        host_cache_mode(h, unsupported ? HOST_CACHE_STATIC : HOST_CACHE_DYNAMIC);
+    read_power(h, s, pw, d);
+    host_cache_mode(h, m);
+    if (!unsupported && d->status == DEV_STATUS_UNSUPPORTED)
+        host_cache_put(h, HOST_SYS, path, "unsupported\n");
+}
+
+static void read_power(struct host *h, struct sample *s, const char *pw, struct device_info *d)
+{
     _cleanup_free_ char *ctl = read_attr(h, s, pw, "control", false);
     d->control = streq(ctl, "auto") ? DEV_CONTROL_AUTO
                  : streq(ctl, "on") ? DEV_CONTROL_ON
@@ -707,7 +731,21 @@ static bool pseudo_bus(const char *bus)
     return false;
 }
 
+static int collect_all(struct host *h, struct sample *s);
+
+/* Under the agent's cache the buses, devices, identities, drivers, the
+ * root filesystem's and the default route's anchors are read once a
+ * minute (a device that goes away drops them sooner); power/ every
+ * sample. */
 static int devices_collect(struct host *h, void *state, struct sample *s)
+{
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
+    int r = collect_all(h, s);
+    host_cache_mode(h, m);
+    return r;
+}
+
+static int collect_all(struct host *h, struct sample *s)
 {
     struct devices_sample *ds = xcalloc(1, sizeof(*ds));
     s->devices = ds;

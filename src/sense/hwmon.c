@@ -168,8 +168,10 @@ static void read_field(struct host *h, struct sample *s, const char *dir, const 
         free(x->label);
         x->label = NULL;
         r = host_read_str(h, HOST_SYS, path, &x->label);
-    } else {
+    } else { /* a reading: it moves (the rest of the chip is static) */
+        enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_DYNAMIC);
         r = host_read_u64(h, HOST_SYS, path, &v);
+        host_cache_mode(h, m);
     }
     if (r < 0) {
         sample_diag_read(s, h, HOST_SYS, path, r);
@@ -245,14 +247,18 @@ static int hwmon_collect(struct host *h, void *state, struct sample *s)
     s->hwmon = hs;
     char **chips;
     size_t nchips, cap = 0;
+    /* chips, their files, names and labels: static under the agent's cache */
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
     int r = host_list(h, HOST_SYS, HWMON, &chips, &nchips);
     if (r < 0) {
         sample_diag_read(s, h, HOST_SYS, HWMON, r);
+        host_cache_mode(h, m);
         return r;
     }
     for (size_t i = 0; i < nchips; i++)
         collect_chip(h, s, hs, &cap, chips[i]);
     host_free_list(chips, nchips);
+    host_cache_mode(h, m);
     return 0;
 }
 

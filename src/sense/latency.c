@@ -167,6 +167,9 @@ static int latency_collect(struct host *h, void *state, struct sample *s)
     if (l->global_us != LATENCY_NONE && l->global_us != LATENCY_UNKNOWN)
         find_holders(h, l);
     l->cpus = xcalloc(s->topo.ncpu ? s->topo.ncpu : 1, sizeof(*l->cpus));
+    /* per-CPU resume latency limits are settings: under the agent's cache
+     * read once a minute, at SIGHUP and after the agent's own writes */
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_STATIC);
     CPUSET_FOREACH (cpu, &s->topo.online) {
         if ((unsigned)cpu >= s->topo.ncpu)
             continue;
@@ -174,6 +177,7 @@ static int latency_collect(struct host *h, void *state, struct sample *s)
         c->cpu = cpu;
         c->resume_us = read_resume(h, s, cpu);
     }
+    host_cache_mode(h, m);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "host/host.h"
 #include "sense/sample.h"
@@ -39,12 +40,38 @@ enum sampler_id {
 
 extern const struct sampler *const sampler_table[_SAMPLER_MAX];
 
+/* What each sampler cost: its thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
+ * while it collected. Index _SAMPLER_MAX is the sample's own part: the
+ * topology, kernel release and hostname. */
+#define SENSE_COST_TOPOLOGY _SAMPLER_MAX
+
 struct sense {
     struct host *h; /* borrowed */
     void *state[_SAMPLER_MAX];
-    int usable[_SAMPLER_MAX]; /* probe() result */
-    char *why[_SAMPLER_MAX];  /* why not usable, owned */
+    int usable[_SAMPLER_MAX];           /* probe() result */
+    char *why[_SAMPLER_MAX];            /* why not usable, owned */
+    uint64_t cpu_ns[_SAMPLER_MAX + 1];  /* summed over all samples */
+    uint64_t last_ns[_SAMPLER_MAX + 1]; /* the last sample's */
+    uint64_t samples;
+    uint64_t rescans; /* cache drops: age, a vanished file, hotplug, SIGHUP */
+    char *online;     /* the last sample's online CPUs ("0-3"), with a cache */
 };
+
+/* The agent's cache (host_cache_enable): static parts read at most once
+ * per SENSE_CACHE_MAX_AGE_NS, and again after a device or CPU went away,
+ * the online CPUs changed or sense_refresh(); moving values re-read
+ * through files kept open (up to MAX_FDS of them). */
+#define SENSE_CACHE_MAX_AGE_NS (60ull * 1000000000ull)
+void sense_cache(struct sense *s, unsigned max_fds);
+/* Read the static parts anew at the next sample (SIGHUP). */
+void sense_refresh(struct sense *s);
+/* How a sampler reads: "open" (every file opened each sample: report,
+ * top), "cache+pread" (the agent's cache on a live root: static parts
+ * cached, moving files kept open), "cache+open" (the cache on a recorded
+ * tree, whose files are opened each sample so a removed one is seen). */
+const char *sense_read_path(const struct sense *s);
+/* The sampler's name for index I, "topology" for SENSE_COST_TOPOLOGY. */
+const char *sense_cost_name(unsigned i);
 
 int sense_open(struct host *h, struct sense **ret);
 /* One sample of every usable sampler. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/util.h"
 #include "sense/clock.h"
@@ -66,22 +67,97 @@ int sense_open(struct host *h, struct sense **ret)
     return 0;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sense_cache(struct sense *s, unsigned max_fds)
+{
+    host_cache_enable(s->h, max_fds);
+}
+
+void sense_refresh(struct sense *s)
+{
+    if (!s->h->cache)
+        return;
+    host_cache_drop(s->h);
+    s->rescans++;
+}
+
+const char *sense_read_path(const struct sense *s)
+{
+    if (!s->h->cache)
+        return "open";
+    return s->h->live ? "cache+pread" : "cache+open";
+}
+
+const char *sense_cost_name(unsigned i)
+{
+    return i < _SAMPLER_MAX ? sampler_table[i]->name : "topology";
+}
+
+/* The topology, kernel release and hostname: static under a cache, but
+ * for the online CPUs (topology.c), whose change drops the cache and
+ * reads the topology again, so a CPU that came or went is seen at once. */
+static int read_topology(struct sense *s, struct sample *smp)
+{
+    enum host_cache_mode m = host_cache_mode(s->h, HOST_CACHE_STATIC);
+    int r = topology_read(s->h, &smp->topo, &smp->diags);
+    if (r == 0 && s->h->cache) {
+        _cleanup_free_ char *online = cpuset_format(&smp->topo.online);
+        if (s->online && !streq(s->online, online)) {
+            sense_refresh(s);
+            topology_free(&smp->topo);
+            diags_free(&smp->diags);
+            smp->diags = (struct diags){0};
+            r = topology_read(s->h, &smp->topo, &smp->diags);
+            free(online);
+            online = r == 0 ? cpuset_format(&smp->topo.online) : NULL;
+        }
+        free(s->online);
+        s->online = TAKE_PTR(online);
+    }
+    /* Identity only: a missing file is not worth a problem line. */
+    host_read_str(s->h, HOST_PROC, "sys/kernel/osrelease", &smp->kernel);
+    host_read_str(s->h, HOST_PROC, "sys/kernel/hostname", &smp->hostname);
+    host_cache_mode(s->h, m);
+    return r;
+}
+
 int sense_sample(struct sense *s, struct sample **ret)
 {
     struct sample *smp = xcalloc(1, sizeof(*smp));
     smp->mono_ns = now_monotonic_ns();
     smp->real_ns = now_realtime_ns();
-    int r = topology_read(s->h, &smp->topo, &smp->diags);
+    if (host_cache_expire(s->h, smp->mono_ns, SENSE_CACHE_MAX_AGE_NS))
+        s->rescans++;
+    /* under a cache what a sampler does not call static is read now */
+    enum host_cache_mode m = host_cache_mode(s->h, HOST_CACHE_DYNAMIC);
+    uint64_t t0 = thread_cpu_ns();
+    int r = read_topology(s, smp);
     if (r < 0) {
         _cleanup_free_ char *p = host_display_path(s->h, HOST_SYS, "devices/system/cpu");
         diags_add(&smp->diags, p, r, "no CPU found: %s", strerror(-r));
     }
-    /* Identity only: a missing file is not worth a problem line. */
-    host_read_str(s->h, HOST_PROC, "sys/kernel/osrelease", &smp->kernel);
-    host_read_str(s->h, HOST_PROC, "sys/kernel/hostname", &smp->hostname);
-    for (int i = 0; i < _SAMPLER_MAX; i++)
-        if (s->usable[i] && (r == 0 || i != SAMPLER_CPUIDLE))
-            sampler_table[i]->collect(s->h, s->state[i], smp);
+    uint64_t t1 = thread_cpu_ns();
+    s->last_ns[SENSE_COST_TOPOLOGY] = t1 - t0;
+    for (int i = 0; i < _SAMPLER_MAX; i++) {
+        s->last_ns[i] = 0;
+        if (!s->usable[i] || (r != 0 && i == SAMPLER_CPUIDLE))
+            continue;
+        sampler_table[i]->collect(s->h, s->state[i], smp);
+        uint64_t t2 = thread_cpu_ns();
+        s->last_ns[i] = t2 - t1;
+        t1 = t2;
+    }
+    host_cache_mode(s->h, m);
+    for (int i = 0; i <= _SAMPLER_MAX; i++)
+        s->cpu_ns[i] += s->last_ns[i];
+    s->samples++;
     smp->cost_ns = now_monotonic_ns() - smp->mono_ns;
     *ret = smp;
     return 0;
@@ -109,5 +185,6 @@ void sense_close(struct sense *s)
             sampler_table[i]->free_state(s->state[i]);
         free(s->why[i]);
     }
+    free(s->online);
     free(s);
 }

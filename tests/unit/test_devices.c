@@ -12,10 +12,11 @@
 
 #include "base/strbuf.h"
 #include "base/util.h"
+#include "host/cache.h" /* the cache's age, to be a minute older */
 #include "sense/devices.h"
 #include "sense/devpolicy.h"
 #include "sense/devsafety.h"
-#include "sense/sampler.h" /* sample_free() */
+#include "sense/sampler.h" /* sample_free(), sense_sample() */
 #include "tree.h"
 
 #define PCI0      "devices/pci0000:00"
@@ -811,6 +812,131 @@ static void test_generated_fixtures(void **state)
     host_close(h);
 }
 
+/* ---- the agent's read cache (host_cache_enable via sense_cache) ---- */
+
+static struct sample *sense_take(struct sense *se)
+{
+    struct sample *s = NULL;
+    assert_int_equal(sense_sample(se, &s), 0);
+    assert_non_null(s->devices);
+    return s;
+}
+
+static const struct device_info *hda(const struct sample *s)
+{
+    return devices_find(s->devices, "pci", "0000:00:1d.0");
+}
+
+/* Static parts come from the cache until a drop: a device added between
+ * samples shows after sense_refresh() (SIGHUP) or once the cache is a
+ * minute old, not before; moving values show at once. */
+static void test_cache_refresh(void **state)
+{
+    char *root = make_root(NULL);
+    pci(root, PCI0 "/0000:00:1d.0", "0x040300", "0x8086", "0xa348", "snd_hda_intel");
+    rpm(root, PCI0 "/0000:00:1d.0", "auto", "active", 3000, 200);
+    struct host *h;
+    struct sense *se;
+    assert_int_equal(host_open(root, &h), 0);
+    assert_int_equal(sense_open(h, &se), 0);
+    sense_cache(se, 1024);
+    assert_string_equal(sense_read_path(se), "cache+open");
+    struct sample *a = sense_take(se);
+    assert_int_equal(hda(a)->active_ms, 3000);
+    struct host_cache_stats st;
+    host_cache_stats(h, &st);
+    assert_true(st.enabled && st.entries > 0);
+    assert_int_equal(st.kept_fds, 0); /* a recorded tree's files: opened each time */
+
+    /* the counter moves (same file, rewritten in place); a NIC arrives */
+    rpm(root, PCI0 "/0000:00:1d.0", "auto", "active", 4000, 200);
+    pci(root, PCI0 "/0000:00:1c.2/0000:05:00.0", "0x020000", "0x8086", "0x1533", "igb");
+    rpm(root, PCI0 "/0000:00:1c.2/0000:05:00.0", "auto", "active", 10, 0);
+    struct sample *b = sense_take(se);
+    assert_int_equal(hda(b)->active_ms, 4000);
+    assert_null(devices_find(b->devices, "pci", "0000:05:00.0")); /* static: not yet */
+    assert_int_equal(se->rescans, 0);
+
+    sense_refresh(se); /* SIGHUP */
+    struct sample *c = sense_take(se);
+    assert_non_null(devices_find(c->devices, "pci", "0000:05:00.0"));
+    assert_int_equal(se->rescans, 1);
+
+    /* a minute later the cache is read anew by itself */
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/sys/bus/pci/devices/0000:05:00.0", root);
+    assert_int_equal(unlink(p), 0);
+    struct sample *d = sense_take(se);
+    assert_non_null(devices_find(d->devices, "pci", "0000:05:00.0"));
+    h->cache->since_ns -= SENSE_CACHE_MAX_AGE_NS + 1;
+    struct sample *e = sense_take(se);
+    assert_null(devices_find(e->devices, "pci", "0000:05:00.0"));
+    assert_int_equal(se->rescans, 2);
+
+    /* without a cache (report, top) the same tree reads the same */
+    struct host *h2;
+    assert_int_equal(host_open(root, &h2), 0);
+    struct sample *f = take(h2);
+    assert_int_equal(f->devices->n, e->devices->n);
+    for (size_t i = 0; i < f->devices->n; i++) {
+        assert_string_equal(f->devices->dev[i].name, e->devices->dev[i].name);
+        assert_int_equal(f->devices->dev[i].active_ms, e->devices->dev[i].active_ms);
+        assert_int_equal(f->devices->dev[i].status, e->devices->dev[i].status);
+    }
+    struct sample *v[] = {a, b, c, d, e, f};
+    for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+        sample_free(v[i]);
+    sense_close(se);
+    host_close(h2);
+    host_close(h);
+    tree_free(root);
+}
+
+/* A device that goes away between samples: the kernel answers ENODEV on
+ * its kept files (here the fault file says so, from the 2nd read on), or
+ * ENOENT where the file is opened each time (no fds to keep). One sample
+ * says so; the next rescans and the device is gone, no error storm. */
+static void test_cache_device_vanishes(void **state)
+{
+    for (int keep = 0; keep < 2; keep++) {
+        char *root = make_root(keep ? "sys/bus/pci/devices/0000:00:1d.0/power/runtime_status "
+                                      "ENODEV from=2\n"
+                                    : NULL);
+        pci(root, PCI0 "/0000:00:1d.0", "0x040300", "0x8086", "0xa348", "snd_hda_intel");
+        rpm(root, PCI0 "/0000:00:1d.0", "auto", "active", 3000, 200);
+        struct host *h;
+        struct sense *se;
+        assert_int_equal(host_open(root, &h), 0);
+        assert_int_equal(sense_open(h, &se), 0);
+        sense_cache(se, keep ? 1024 : 0);
+        struct sample *a = sense_take(se);
+        assert_non_null(hda(a));
+        char cmd[4400];
+        snprintf(cmd, sizeof(cmd),
+                 "rm -rf '%s/sys/" PCI0 "/0000:00:1d.0' '%s/sys/bus/pci/devices/0000:00:1d.0'",
+                 root, root);
+        assert_int_equal(system(cmd), 0);
+        struct sample *b = sense_take(se); /* the listing is cached: one failed read */
+        assert_true(has_diag(b, "0000:00:1d.0/power/runtime_status"));
+        assert_int_equal(se->rescans, 0);
+        struct sample *c = sense_take(se); /* stale: rescanned */
+        assert_int_equal(se->rescans, 1);
+        assert_null(hda(c));
+        assert_false(has_diag(c, "0000:00:1d.0/power/runtime_status"));
+        struct sample *d = sense_take(se); /* and quiet from then on */
+        assert_int_equal(se->rescans, 1);
+        assert_false(has_diag(d, "0000:00:1d.0/power/runtime_status"));
+        assert_non_null(devices_find(d->devices, "pci", "0000:00:14.0"));
+        sample_free(a);
+        sample_free(b);
+        sample_free(c);
+        sample_free(d);
+        sense_close(se);
+        host_close(h);
+        tree_free(root);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -826,6 +952,8 @@ int main(void)
         cmocka_unit_test(test_generated_fixtures),
         cmocka_unit_test(test_usb_interfaces),
         cmocka_unit_test(test_usb_hid_any_interface),
+        cmocka_unit_test(test_cache_refresh),
+        cmocka_unit_test(test_cache_device_vanishes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
