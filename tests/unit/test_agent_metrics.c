@@ -13,7 +13,7 @@
 
 #include "agent/metrics.h"
 #include "base/util.h"
-#include "cli/report_power.h"
+#include "view/report_power.h"
 #include "config.h"
 #include "host/host.h"
 #include "model/model.h"

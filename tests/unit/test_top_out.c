@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "base/util.h"
-#include "cli/top.h"
+#include "view/top.h"
 #include "cli/top_view.h"
 
 /* ---- frames built by hand ------------------------------------------------------ */

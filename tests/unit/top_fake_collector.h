@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cli/top.h"
+#include "view/top.h"
 
 struct top_fake_opts {
     size_t nprocs; /* rows of the processes view (scrolling); 0 means 12 */

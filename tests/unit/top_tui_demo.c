@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "view/top.h"
 #include "cli/top_view.h"
 #include "top_fake_collector.h"
 
