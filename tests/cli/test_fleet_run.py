@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 
-from test_fleet import ENV, SRCDIR, WATT, crashed, fail, failures, ok, secret, watt, write
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from test_fleet import ENV, SRCDIR, WATT, crashed, fail, failures, ok, secret, watt, write  # noqa: E402
 
 
 def test_help():
