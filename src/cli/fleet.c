@@ -583,8 +583,8 @@ static int exec_fleet_engines(int argc, char **argv)
 #else
     char self[PATH_MAX];
     _cleanup_free_ char *near = NULL;
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
+    if (n > 0 && (size_t)n < sizeof(self)) { /* else cut short: not used */
         self[n] = '\0';
         char *slash = strrchr(self, '/');
         if (slash) {
