@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 # libc6-dev: gcc only recommends it, and recommends are not installed.
 # libvirt-dev, libfreeipmi-dev: watt fleet run's executors (live migration, BMCs)
+# clang, libbpf-dev, bpftool: the BPF wake-up counters (src/sense/bpf/; -Dbpf=auto
+# builds without them, and wake-ups then come from the tracepoint ring)
 pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev libncurses-dev
-      libvirt-dev libfreeipmi-dev)
+      libvirt-dev libfreeipmi-dev clang libbpf-dev bpftool)
 if [ "${1:-}" = "--test" ]; then
     # prometheus: the agent's end-to-end test scrapes it with a real server
     # powertop: watt top is checked side by side with it; tmux drives the TUI test

@@ -25,12 +25,13 @@
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
-#include "view/report.h"
-#include "view/report_power.h"
 #include "host/host.h"
 #include "model/model.h"
 #include "sense/clock.h"
 #include "sense/devpolicy.h"
+#include "view/report.h"
+#include "view/report_power.h"
+#include "view/window.h"
 
 #define CT_TEXT        "text/plain; version=0.0.4; charset=utf-8"
 #define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -198,7 +199,8 @@ static void take_sample(struct agent *a)
         .a = a->prev,
         .b = a->prev ? b : NULL,
         .cur = b,
-        .interval_s = a->prev ? (double)(b->mono_ns - a->prev->mono_ns) / 1e9 : 0,
+        /* no nominal interval: the time between the ticks, on a recorded root too */
+        .interval_s = window_interval(a->prev, b, a->h->live, 0),
         .diags = &diags,
         .devpolicy = a->devpolicy,
     };

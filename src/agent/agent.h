@@ -45,7 +45,7 @@ struct agent_config {
     char *journal;        /* relative to the root; default var/lib/watt/journal */
     bool restore_on_exit; /* restore the profile's values on SIGTERM/SIGINT (yes) */
     /* wake-ups and energy per cgroup (docs/agent-metrics.md): */
-    enum agent_wakeups_mode wakeups; /* trace (default), proc or off */
+    enum agent_wakeups_mode wakeups; /* auto (default), bpf, trace, proc or off */
     unsigned cgroups;                /* cgroups with series of their own (10) */
     /* the metrics `watt fleet run --metrics FILE` writes, served with ours
      * (text format); NULL: none */
@@ -62,9 +62,9 @@ int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
  * rapl_energy (exact|coarse|off), pue, model, max_connections,
  * max_connections_per_client, timeout, header_timeout, max_request_bytes,
  * control, tls_cert, tls_key, auth_user, auth_password_file, insecure, profile, config_dir,
- * journal, restore_on_exit (yes|no), wakeups (trace|proc|off), cgroups (0..1000), fleet_metrics (an
- * absolute path). On error *C is unchanged and ret_err names file and line. Pure text parser below
- * for fuzzing. */
+ * journal, restore_on_exit (yes|no), wakeups (auto|bpf|trace|proc|off), cgroups (0..1000),
+ * fleet_metrics (an absolute path). On error *C is unchanged and ret_err names file and line. Pure
+ * text parser below for fuzzing. */
 int agent_config_load(const char *path, struct agent_config *c, char **ret_err);
 int agent_config_parse(const char *text, const char *origin, struct agent_config *c,
                        char **ret_err);

@@ -19,8 +19,13 @@ int agent_attrib_open(struct host *h, const struct power_model *m, enum agent_wa
     struct agent_attrib *a = xcalloc(1, sizeof(*a));
     a->top_n = top_n;
     a->other.path = xstrdup("other");
+    a->mode = mode;
     struct top_collector_opts o = {
-        .model = m, .external_samples = true, .no_trace = mode == AGENT_WAKEUPS_PROC};
+        .model = m,
+        .external_samples = true,
+        .wakeups = (enum wake_mode)mode,
+        .cgroup_cpu = true, /* per cgroup only: cpu.stat where BPF runs, no /proc scan */
+    };
     int r = top_collector_open(h, &o, &a->col);
     if (r < 0) {
         agent_attrib_free(a);
@@ -29,6 +34,9 @@ int agent_attrib_open(struct host *h, const struct power_model *m, enum agent_wa
     a->traced = top_collector_traced(a->col);
     const char *why = top_collector_why_not_traced(a->col);
     a->why_not_traced = why ? xstrdup(why) : NULL;
+    a->path = top_collector_wake_path(a->col);
+    why = top_collector_why_not_bpf(a->col);
+    a->why_not_bpf = why ? xstrdup(why) : NULL;
     *ret = a;
     return 0;
 }
@@ -47,6 +55,7 @@ void agent_attrib_free(struct agent_attrib *a)
     free(a->cpu);
     free(a->cpu_idle_wakeups);
     free(a->why_not_traced);
+    free(a->why_not_bpf);
     free(a);
 }
 
@@ -169,6 +178,7 @@ void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, cons
     a->traced = f->traced;
     free(a->why_not_traced);
     a->why_not_traced = f->why_not_traced ? xstrdup(f->why_not_traced) : NULL;
+    a->path = f->wake_path;
     a->lost += f->lost_events;
     if (isfinite(f->idle_w)) {
         a->have_power = true;
@@ -176,8 +186,9 @@ void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, cons
         a->kernel_j += nz(f->kernel_w) * f->interval_s;
         a->unaccounted_j += nz(f->unaccounted_w) * f->interval_s;
     }
-    for (size_t i = 0; i < f->nprocs; i++)
-        a->kind_events[WAKE_TASK] += nz(f->procs[i].wakeups_s) * wake_s(f);
+    /* every woken task is in one cgroup row (with or without process rows) */
+    for (size_t i = 0; i < f->ncgroups; i++)
+        a->kind_events[WAKE_TASK] += nz(f->cgroups[i].wakeups_s) * wake_s(f);
     for (size_t i = 0; i < f->nsources; i++)
         a->kind_events[f->sources[i].kind] += nz(f->sources[i].events_s) * wake_s(f);
     fold_cgroups(a, f);
@@ -221,6 +232,11 @@ static const struct fam f_cpu_idle =
 static const struct fam f_traced =
     GAUGE("watt_wakeups_traced", NULL,
           "1 when wake-ups come from tracepoints, 0 when from /proc (no idle wake-ups then).");
+static const struct fam f_path =
+    GAUGE("watt_agent_wakeups_path_info", NULL,
+          "The path wake-ups are counted by: path=\"bpf\" (counted in the kernel), \"trace\" "
+          "(the tracepoint ring) or \"proc\"; mode is the config's choice, why_not_bpf the "
+          "reason the BPF counters are not used (\"\" when they are).");
 static const struct fam f_lost = COUNTER("watt_wakeups_lost_events_total", NULL,
                                          "Trace events the kernel dropped (ring buffer full).");
 
@@ -242,6 +258,12 @@ void agent_attrib_render(struct mw *w, const struct agent_attrib *a)
     mw_fam(w, &f_traced);
     mw_series(w);
     mw_value_u64(w, a->traced ? 1 : 0);
+    mw_fam(w, &f_path);
+    mw_series(w);
+    mw_label(w, "path", wake_path_name(a->path));
+    mw_label(w, "mode", wake_mode_name((enum wake_mode)a->mode));
+    mw_label(w, "why_not_bpf", a->path == WAKE_PATH_BPF || !a->why_not_bpf ? "" : a->why_not_bpf);
+    mw_value_u64(w, 1);
     if (a->have_power) {
         cg_series(w, &f_cg_energy, a, 0);
         cg_series(w, &f_cg_power, a, 2);

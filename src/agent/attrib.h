@@ -28,10 +28,13 @@ struct top_frame;
 
 #define AGENT_ATTRIB_EVICT_S 600.0
 
+/* = enum wake_mode (sense/wakeups.h) */
 enum agent_wakeups_mode {
-    AGENT_WAKEUPS_TRACE, /* tracepoints where they work, else /proc */
-    AGENT_WAKEUPS_PROC,  /* /proc only */
-    AGENT_WAKEUPS_OFF,   /* no per-cgroup accounting at all */
+    AGENT_WAKEUPS_AUTO = WAKE_MODE_AUTO,   /* BPF counters, else the ring, else /proc */
+    AGENT_WAKEUPS_BPF = WAKE_MODE_BPF,     /* as auto, BPF asked for (why not: /status) */
+    AGENT_WAKEUPS_TRACE = WAKE_MODE_TRACE, /* the tracepoint ring where it works, else /proc */
+    AGENT_WAKEUPS_PROC = WAKE_MODE_PROC,   /* /proc only */
+    AGENT_WAKEUPS_OFF = WAKE_MODE_OFF,     /* no per-cgroup accounting at all */
 };
 
 struct agent_cgroup_series {
@@ -54,7 +57,10 @@ struct agent_attrib {
     int *cpu;
     double *cpu_idle_wakeups; /* per CPU, since start (traced only) */
     bool traced;
-    bool have_power; /* a frame had node power to split */
+    enum agent_wakeups_mode mode;
+    enum wake_path path; /* the last window's */
+    char *why_not_bpf;   /* owned; NULL when the BPF counters are used */
+    bool have_power;     /* a frame had node power to split */
     uint64_t lost;
     char *why_not_traced; /* owned */
     uint64_t frames;

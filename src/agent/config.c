@@ -202,16 +202,12 @@ static int on_entry(void *user, const char *section, const char *key, const char
         free(p->c.model);
         p->c.model = *value ? xstrdup(value) : NULL;
     } else if (streq(key, "wakeups")) {
-        if (streq(value, "trace"))
-            p->c.wakeups = AGENT_WAKEUPS_TRACE;
-        else if (streq(value, "proc"))
-            p->c.wakeups = AGENT_WAKEUPS_PROC;
-        else if (streq(value, "off"))
-            p->c.wakeups = AGENT_WAKEUPS_OFF;
-        else {
-            p->err = xasprintf("wakeups '%s': want trace, proc or off", value);
+        enum wake_mode m;
+        if (wake_mode_from_string(value, &m) < 0) {
+            p->err = xasprintf("wakeups '%s': want auto, bpf, trace, proc or off", value);
             return 0;
         }
+        p->c.wakeups = (enum agent_wakeups_mode)m;
     } else if (streq(key, "cgroups")) {
         if (!num(value, 0, 1000, &d) || d != floor(d))
             goto bad_range;

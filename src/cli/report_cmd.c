@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/parse.h"
 #include "base/text.h"
@@ -18,6 +17,7 @@
 #include "view/report.h"
 #include "view/report_power.h"
 #include "view/top_collect.h"
+#include "view/window.h"
 
 static void report_usage(FILE *f)
 {
@@ -129,13 +129,6 @@ static int load_devpolicy(const struct report_opts *o, struct devpolicy **ret)
     return 0;
 }
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 int verb_report(int argc, char **argv)
 {
     struct report_opts o;
@@ -165,16 +158,19 @@ int verb_report(int argc, char **argv)
                                         .precise_tasks = true};
         top_collector_open(h, &to, &top);
     }
-    struct sample *a = NULL, *b = NULL;
-    sense_sample(sense, &a);
-    if (o.interval > 0) {
-        /* A recorded root does not change with time: its second sample
-         * differs only where watt-faults says so, and the interval is the
-         * nominal one, so replays are reproducible. */
-        if (h->live)
-            sleep_s(o.interval);
-        sense_sample(sense, &b);
+    /* A recorded root does not change with time: its second sample
+     * differs only where watt-faults says so, and the interval is the
+     * nominal one, so replays are reproducible (view/window.h). */
+    struct window w;
+    if (window_take(sense, h->live, o.interval, &w) < 0) {
+        fprintf(stderr, "watt report: sampling failed\n");
+        top_collector_close(top);
+        sense_close(sense);
+        host_close(h);
+        devpolicy_free(pol);
+        return 1;
     }
+    const struct sample *a = w.a, *b = w.b;
 
     /* VM or not is known only after sampling /proc/cpuinfo. */
     if (!o.model)
@@ -187,9 +183,7 @@ int verb_report(int argc, char **argv)
         .a = a,
         .b = b,
         .cur = b ? b : a,
-        .interval_s = !b        ? 0
-                      : h->live ? (double)(b->mono_ns - a->mono_ns) / 1e9
-                                : o.interval,
+        .interval_s = w.seconds,
         .per_cpu = o.per_cpu,
         .diags = &diags,
         .devpolicy = pol,
@@ -224,8 +218,7 @@ int verb_report(int argc, char **argv)
         top_frame_free(frame);
     top_collector_close(top);
     diags_free(&diags);
-    sample_free(a);
-    sample_free(b);
+    window_clear(&w);
     sense_close(sense);
     host_close(h);
     devpolicy_free(pol);

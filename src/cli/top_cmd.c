@@ -12,16 +12,17 @@
 
 #include "base/parse.h"
 #include "base/util.h"
-#include "view/top_collect.h"
 #include "cli/top_view.h"
 #include "cli/verbs.h"
 #include "config.h"
 #include "sense/devpolicy.h"
 #include "tune/profile.h"
+#include "view/top_collect.h"
 
 struct top_opts {
     double interval;
     bool once, json, no_trace;
+    enum wake_mode wakeups;
     enum top_sort sort;
     enum top_view view;
     size_t limit;
@@ -31,7 +32,8 @@ struct top_opts {
 static void top_usage(FILE *f)
 {
     fputs("usage: watt top [--interval SECONDS] [--once] [--json] [--sort KEY] [--limit N]\n"
-          "                [--view VIEW] [--no-trace] [--model NAME|FILE] [--config-dir DIR]\n"
+          "                [--view VIEW] [--wakeups MODE] [--no-trace] [--model NAME|FILE]\n"
+          "                [--config-dir DIR]\n"
           "                [--root DIR]\n"
           "\n"
           "Who keeps the CPUs awake and who uses the power, live: wake-ups per process,\n"
@@ -44,7 +46,9 @@ static void top_usage(FILE *f)
           "  --sort KEY      wakeups (default), power, cpu or idle (idle wake-ups)\n"
           "  --limit N       with --once: at most N processes, cgroups and sources (0: all)\n"
           "  --view VIEW     the TUI's first view: processes, cgroups, sources, cstates, devices\n"
-          "  --no-trace      do not use tracepoints: wake-ups from /proc only\n"
+          "  --wakeups MODE  auto (default: BPF counters, else the tracepoint ring, else\n"
+          "                  /proc), bpf, trace or proc\n"
+          "  --no-trace      do not use tracepoints: wake-ups from /proc only (--wakeups proc)\n"
           "  --model M       the power model where no meter exists (as for watt report)\n"
           "  --config-dir D  where devices.conf is (default /etc/watt, or $WATT_CONFIG_DIR)\n"
           "  --root DIR      read a recorded tree instead of this machine (no tracing)\n"
@@ -95,6 +99,7 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
         {"limit", required_argument, NULL, 'l'},
         {"view", required_argument, NULL, 'V'},
         {"no-trace", no_argument, NULL, 'T'},
+        {"wakeups", required_argument, NULL, 'W'},
         {"model", required_argument, NULL, 'm'},
         {"config-dir", required_argument, NULL, 'C'},
         {"root", required_argument, NULL, 'r'},
@@ -136,6 +141,10 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
             break;
         case 'T':
             o->no_trace = true;
+            break;
+        case 'W':
+            if (wake_mode_from_string(optarg, &o->wakeups) < 0 || o->wakeups == WAKE_MODE_OFF)
+                return usage_error("--wakeups wants auto, bpf, trace or proc, not", optarg);
             break;
         case 'm':
             o->model = optarg;
@@ -267,6 +276,7 @@ int verb_top(int argc, char **argv)
                                     .devpolicy = pol,
                                     .interval_s = o.interval,
                                     .no_trace = o.no_trace,
+                                    .wakeups = o.wakeups,
                                     .precise_tasks = o.once,
                                     .model_auto = o.model == NULL};
     struct top_collector *c;

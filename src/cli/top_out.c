@@ -70,6 +70,8 @@ static void json_header(struct json *j, const struct top_frame *f)
     json_object_begin(j);
     json_kv_string(j, "source", f->traced ? "tracepoints" : "proc");
     json_kv_text(j, "why_not_traced", f->traced ? NULL : f->why_not_traced, 0);
+    json_kv_string(j, "counted_by", wake_path_name(f->wake_path));
+    json_kv_text(j, "why_not_bpf", f->why_not_bpf, 0);
     json_kv_double(j, "total_per_s", f->total_wakeups_s);
     json_kv_double(j, "idle_per_s", f->traced ? f->total_idle_wakeups_s : NAN);
     json_kv_u64(j, "lost_events", f->lost_events);

@@ -51,3 +51,47 @@ void wake_acct_lost(struct wake_acct *a, int cpu, uint64_t n);
 void wake_acct_set_start(struct wake_acct *a, uint64_t start_ns);
 
 /* ---- the tracer ---- */
+
+/* ---- the BPF counters' deltas (wake_bpf_acct.c; unit-tested on fake map
+ * contents) ---- */
+
+/* One key of the counts map, its per-CPU values summed (cumulative). */
+struct wake_bpf_rec {
+    enum wake_kind kind;
+    int32_t id;
+    uint64_t addr;
+    uint64_t events, idle_wakeups;
+    int32_t tgid;
+    uint64_t cgid;
+    char name[32];
+};
+/* One CPU's slot of the per-CPU array (cumulative). */
+struct wake_bpf_cpu_rec {
+    int cpu;
+    uint64_t idle_wakeups, other_idle, full_events, full_idle;
+};
+
+struct wake_bpf_acct;
+/* Keys that have not moved in stale_after takes are handed back for
+ * deletion from the map (it is bounded); 0 means never. */
+struct wake_bpf_acct *wake_bpf_acct_new(unsigned stale_after, uint64_t start_ns);
+void wake_bpf_acct_free(struct wake_bpf_acct *a);
+/* The window from the previous take (or new) to now_ns, from the map's
+ * contents: per key, what it counted since then (a key that went back,
+ * i.e. was deleted and came again, counts from 0). rec is sorted in place.
+ * *ret_stale (owned, may be NULL) lists the keys to delete; call
+ * wake_bpf_acct_forget() for each one that was. */
+void wake_bpf_acct_take(struct wake_bpf_acct *a, struct wake_bpf_rec *rec, size_t n,
+                        const struct wake_bpf_cpu_rec *cpu, size_t ncpu, uint64_t now_ns,
+                        struct wake_window *ret, struct wake_bpf_rec **ret_stale,
+                        size_t *ret_nstale);
+/* The key is gone from the map: if it comes again, it counts from 0. */
+void wake_bpf_acct_forget(struct wake_bpf_acct *a, const struct wake_bpf_rec *key);
+
+/* ---- callback names (wake_tracer.c, shared with wake_bpf.c) ---- */
+struct ksym_cache;
+/* Timer and work callbacks of w by name: one kallsyms pass for new
+ * addresses, at most every interval_ns (*last_pass_ns), then from the cache. */
+void wake_resolve_names(struct ksym_cache *syms, struct host *h, struct wake_window *w,
+                        uint64_t now_ns, uint64_t interval_ns, uint64_t *last_pass_ns,
+                        void (*tick)(void *), void *ud);

@@ -75,6 +75,7 @@ struct wake_tracer {
     uint64_t events, garbage;
     struct ksym_cache syms;
     uint64_t last_pass_ns; /* CLOCK_MONOTONIC of the last kallsyms pass; 0: none yet */
+    uint64_t pass_interval_ns;
     char note[256];
 };
 
@@ -387,6 +388,12 @@ uint64_t wake_tracer_events(const struct wake_tracer *t)
     return t->events;
 }
 
+void wake_tracer_set_name_interval(struct wake_tracer *t, double seconds)
+{
+    if (t && seconds > 0)
+        t->pass_interval_ns = (uint64_t)(seconds * 1e9);
+}
+
 const char *wake_tracer_note(const struct wake_tracer *t)
 {
     return t->note[0] ? t->note : NULL;
@@ -485,26 +492,29 @@ static void drain_tick(void *ud)
  * formats 5 MB), and a machine keeps showing new callbacks for minutes
  * (a work item that runs every 30 s): passes are at least
  * KSYM_PASS_INTERVAL_NS apart, new callbacks read "0x..." until then.
- * The rings are drained during a pass, or a busy machine overflows them. */
-static void resolve_names(struct wake_tracer *t, struct wake_window *w, uint64_t now_ns)
+ * The tracer's rings are drained during a pass (tick), or a busy machine
+ * overflows them. */
+void wake_resolve_names(struct ksym_cache *syms, struct host *h, struct wake_window *w,
+                        uint64_t now_ns, uint64_t interval_ns, uint64_t *last_pass_ns,
+                        void (*tick)(void *), void *ud)
 {
     size_t n = 0;
     uint64_t *todo = NULL;
-    bool may = !t->last_pass_ns || now_ns - t->last_pass_ns >= KSYM_PASS_INTERVAL_NS;
+    bool may = !*last_pass_ns || now_ns - *last_pass_ns >= interval_ns;
     for (size_t i = 0; may && i < w->n; i++)
-        if (has_addr(&w->e[i]) && !ksym_known(&t->syms, w->e[i].addr)) {
+        if (has_addr(&w->e[i]) && !ksym_known(syms, w->e[i].addr)) {
             if (!todo)
                 todo = xmalloc(w->n * sizeof(*todo));
             todo[n++] = w->e[i].addr;
         }
-    if (n && !t->syms.unreadable) {
+    if (n && !syms->unreadable) {
         /* unresolved: "0x..." stays */
-        (void)ksym_resolve(&t->syms, t->h, todo, n, drain_tick, t);
-        t->last_pass_ns = now_ns;
+        (void)ksym_resolve(syms, h, todo, n, tick, ud);
+        *last_pass_ns = now_ns;
     }
     free(todo);
     for (size_t i = 0; i < w->n; i++) {
-        const char *name = has_addr(&w->e[i]) ? ksym_name(&t->syms, w->e[i].addr) : NULL;
+        const char *name = has_addr(&w->e[i]) ? ksym_name(syms, w->e[i].addr) : NULL;
         if (name)
             snprintf(w->e[i].name, sizeof(w->e[i].name), "%s", name);
     }
@@ -581,7 +591,9 @@ int wake_tracer_take(struct wake_tracer *t, struct wake_window *ret)
     uint64_t now = now_monotonic_ns();
     wake_acct_take(t->acct, now, &w);
     check_delivery(t, &w);
-    resolve_names(t, &w, now);
+    wake_resolve_names(&t->syms, t->h, &w, now,
+                       t->pass_interval_ns ? t->pass_interval_ns : KSYM_PASS_INTERVAL_NS,
+                       &t->last_pass_ns, drain_tick, t);
     *ret = w;
     return 0;
 }

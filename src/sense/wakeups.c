@@ -32,6 +32,33 @@ const char *wake_kind_name(enum wake_kind k)
     return (unsigned)k < _WAKE_KIND_MAX ? kind_names[k] : "unknown";
 }
 
+static const char *const mode_names[_WAKE_MODE_MAX] = {
+    [WAKE_MODE_AUTO] = "auto", [WAKE_MODE_BPF] = "bpf", [WAKE_MODE_TRACE] = "trace",
+    [WAKE_MODE_PROC] = "proc", [WAKE_MODE_OFF] = "off",
+};
+
+const char *wake_mode_name(enum wake_mode m)
+{
+    return (unsigned)m < _WAKE_MODE_MAX ? mode_names[m] : "unknown";
+}
+
+int wake_mode_from_string(const char *s, enum wake_mode *ret)
+{
+    for (unsigned i = 0; s && i < _WAKE_MODE_MAX; i++)
+        if (streq(s, mode_names[i])) {
+            *ret = (enum wake_mode)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const char *wake_path_name(enum wake_path p)
+{
+    static const char *const names[_WAKE_PATH_MAX] = {
+        [WAKE_PATH_PROC] = "proc", [WAKE_PATH_TRACE] = "trace", [WAKE_PATH_BPF] = "bpf"};
+    return (unsigned)p < _WAKE_PATH_MAX ? names[p] : "unknown";
+}
+
 void wake_window_clear(struct wake_window *w)
 {
     if (!w)

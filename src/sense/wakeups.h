@@ -58,6 +58,30 @@ enum wake_kind {
 /* "task", "irq", "timer", "hrtimer", "work", "other" */
 const char *wake_kind_name(enum wake_kind k);
 
+/* How wake-ups are counted: the config's and `watt top --wakeups`'s
+ * choice (AUTO: bpf where it loads, else the ring, else /proc) ... */
+enum wake_mode {
+    WAKE_MODE_AUTO,
+    WAKE_MODE_BPF,   /* the BPF counters, else as AUTO (the reason said) */
+    WAKE_MODE_TRACE, /* the tracepoint ring, else /proc */
+    WAKE_MODE_PROC,  /* /proc only */
+    WAKE_MODE_OFF,   /* none (the agent only) */
+    _WAKE_MODE_MAX,
+};
+/* ... and the path a window came by. */
+enum wake_path {
+    WAKE_PATH_PROC,
+    WAKE_PATH_TRACE,
+    WAKE_PATH_BPF,
+    _WAKE_PATH_MAX,
+};
+/* "auto", "bpf", "trace", "proc", "off" */
+const char *wake_mode_name(enum wake_mode m);
+/* -EINVAL for anything else */
+int wake_mode_from_string(const char *s, enum wake_mode *ret);
+/* "proc", "trace", "bpf" */
+const char *wake_path_name(enum wake_path p);
+
 struct wake_entry {
     enum wake_kind kind;
     int32_t id;            /* TASK: tid; IRQ: irq; else -1 */
@@ -67,13 +91,16 @@ struct wake_entry {
                               "0xffff..." when it cannot be resolved */
     uint64_t events;       /* see above */
     uint64_t idle_wakeups; /* see above */
+    int32_t tgid;          /* TASK from BPF: the woken thread's process; 0 unknown */
+    uint64_t cgroup_id;    /* TASK from BPF: its cgroup v2 id (the directory's inode); 0 unknown */
 };
 
 /* Counts over one window (between two wake_tracer_take() calls). */
 struct wake_window {
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
     double seconds;
-    bool traced; /* from tracepoints; false: the /proc fallback */
+    bool traced; /* from tracepoints (ring or BPF); false: the /proc fallback */
+    bool bpf;    /* counted in the kernel by wake.bpf.c (wake_bpf.c) */
     size_t n;
     struct wake_entry *e; /* owned; no particular order */
     unsigned ncpus;
@@ -170,6 +197,30 @@ void wake_tracer_reset(struct wake_tracer *t);
 /* Events read so far (for the benchmark and self-metrics). */
 uint64_t wake_tracer_events(const struct wake_tracer *t);
 void wake_tracer_close(struct wake_tracer *t);
+
+/* ---- the BPF counters (wake_bpf.c, wake.bpf.c) ---- */
+
+/* The same window as the tracer's, counted in the kernel: per source and
+ * per CPU in maps read once per take; no ring, no fd to poll. Returns 1
+ * and *ret when the programs load and attach; 0 when they cannot, with
+ * *ret_why saying why in one line ("built without BPF (-Dbpf=disabled)",
+ * "WATT_NO_BPF is set", "a recorded tree has no BPF", "libbpf: load:
+ * EPERM (needs root or CAP_BPF+CAP_PERFMON)"); < 0 on other errors. */
+struct wake_bpf;
+int wake_bpf_open(struct host *h, size_t max_entries, struct wake_bpf **ret, char **ret_why);
+/* The window since the last take (or reset, or open). */
+int wake_bpf_take(struct wake_bpf *b, struct wake_window *ret);
+/* The next window starts now. */
+void wake_bpf_reset(struct wake_bpf *b);
+/* As wake_tracer_note(). */
+const char *wake_bpf_note(const struct wake_bpf *b);
+/* How often at most a kallsyms pass names new timer and work callbacks
+ * (~50 ms of CPU each: 5 MB formatted by the kernel); 10 s unless set.
+ * The agent, which shows names only in /status, sets minutes. Also for
+ * the ring (wake_tracer_set_name_interval()). */
+void wake_bpf_set_name_interval(struct wake_bpf *b, double seconds);
+void wake_tracer_set_name_interval(struct wake_tracer *t, double seconds);
+void wake_bpf_close(struct wake_bpf *b);
 
 /* ---- the /proc fallback ---- */
 

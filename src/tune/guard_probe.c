@@ -21,6 +21,7 @@
 
 #include "base/parse.h"
 #include "base/util.h"
+#include "sense/cgroup_cpu.h"
 
 #define NSEC_PER_SEC 1000000000ull
 
@@ -103,20 +104,7 @@ void guard_workload_clear(struct guard_workload *w)
 
 int guard_parse_cpu_stat(const char *text, uint64_t *ret_usage_us)
 {
-    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-        if (strncmp(l, "usage_usec ", 11) != 0)
-            continue;
-        const char *v = l + 11;
-        char *end;
-        errno = 0;
-        /* digits only: strtoull would take " -5" as 2^64 - 5 */
-        unsigned long long u = strtoull(v, &end, 10);
-        if (errno || *v < '0' || *v > '9' || (*end && *end != '\n'))
-            return -EINVAL;
-        *ret_usage_us = u;
-        return 0;
-    }
-    return -EINVAL;
+    return cgroup_cpu_parse_stat(text, ret_usage_us); /* the agent reads it too */
 }
 
 /* The next space-separated token of [*p, end) as an unsigned number;
@@ -275,32 +263,10 @@ void guard_probe_clear(struct guard_probe *p)
     p->nl_fails = 0;
 }
 
-/* Where a cgroup's CPU time is: v2 (pure, or hybrid's "unified"), then v1
- * cpuacct (separate or co-mounted with cpu). */
+/* Where a cgroup's CPU time is: sense/cgroup_cpu.h (v2, then v1 cpuacct). */
 static int read_cgroup(struct host *h, const char *name, uint64_t *ret_ns, const char **ret_src)
 {
-    static const char *const v2[] = {"fs/cgroup", "fs/cgroup/unified"};
-    static const char *const v1[] = {"fs/cgroup/cpuacct", "fs/cgroup/cpu,cpuacct"};
-    const char *sep = *name ? "/" : "";
-    for (size_t i = 0; i < ARRAY_SIZE(v2); i++) {
-        _cleanup_free_ char *text = NULL;
-        uint64_t us;
-        if (host_read_strf(h, HOST_SYS, &text, "%s%s%s/cpu.stat", v2[i], sep, name) == 0 &&
-            guard_parse_cpu_stat(text, &us) == 0) {
-            *ret_ns = us * 1000;
-            *ret_src = "cgroup v2 cpu.stat";
-            return 0;
-        }
-    }
-    for (size_t i = 0; i < ARRAY_SIZE(v1); i++) {
-        uint64_t ns;
-        if (host_read_u64f(h, HOST_SYS, &ns, "%s%s%s/cpuacct.usage", v1[i], sep, name) == 0) {
-            *ret_ns = ns;
-            *ret_src = "cgroup v1 cpuacct.usage";
-            return 0;
-        }
-    }
-    return -ENOENT;
+    return cgroup_cpu_read(h, name, ret_ns, ret_src);
 }
 
 static int probe_cgroup(struct host *h, struct guard_probe *p, struct guard_reading *r)

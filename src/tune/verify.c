@@ -7,23 +7,20 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/strbuf.h"
 #include "base/table.h"
 #include "base/util.h"
 #include "host/fault.h"
 #include "model/model.h"
-#include "model/power.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
-#include "sense/hwmon.h"
 #include "sense/irq.h"
 #include "sense/latency.h"
-#include "sense/procstat.h"
-#include "sense/rapl.h"
 #include "sense/sampler.h"
+#include "view/report_power.h"
+#include "view/window.h"
 
 /* ---- building a window from two samples ---- */
 
@@ -160,30 +157,27 @@ static char *common_str(const struct cpufreq_sample *f, bool epp)
     return v ? xstrdup(v) : NULL;
 }
 
+/* The power summary every face shows (view/report_power.h), with the
+ * default model (vm-vcpu in a VM): watts only from a meter, the model's
+ * figure kept apart as the estimate. */
 static void build_power(struct tune_verify_window *w, const struct sample *a,
                         const struct sample *b, double interval_s)
 {
-    struct power_readings r = {0};
-    struct diags d = {0};
-    if (a->rapl && b->rapl)
-        rapl_power(a->rapl, b->rapl, interval_s, &r, &d);
-    if (a->hwmon && b->hwmon)
-        hwmon_power(a->hwmon, b->hwmon, interval_s, &r, &d);
-    diags_free(&d);
-    bool any = r.n > 0;
     struct power_model m;
     model_default(&m);
     if (clock_is_vm(b->clock))
         model_builtin("vm-vcpu", &m);
-    double busy = procstat_busy_cpus(a->procstat, b->procstat);
-    double ghz = cpufreq_mean_busy_ghz(a->cpufreq, b->cpufreq);
+    struct diags d = {0};
+    struct report_ctx c = {.a = a, .b = b, .cur = b, .interval_s = interval_s, .diags = &d};
     struct power_summary ps;
-    power_summarise(&ps, &r, &m, cpuset_count(&b->topo.online), busy, ghz);
+    report_power_build(&c, &m, &ps);
+    diags_free(&d);
     if (ps.measured) {
         w->watts = ps.it_w;
         w->meter = xasprintf("%s, covers %s", ps.source, ps.coverage);
     } else {
-        w->no_meter_why = xstrdup(any ? "the power meters gave no rate over the window"
+        w->no_meter_why =
+            xstrdup(ps.readings.n > 0 ? "the power meters gave no rate over the window"
                                       : "no meter here: no RAPL, no hwmon power sensor, "
                                         "no ACPI power meter");
     }
@@ -257,14 +251,6 @@ static void replay_from_start(struct host *h)
             h->fault[i].seen = 0;
 }
 
-static void sleep_until_ns(uint64_t deadline_ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
-                          .tv_nsec = (long)(deadline_ns % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
-
 int tune_verify_measure(struct host *h, double seconds, struct tune_verify_window **ret,
                         char **ret_err)
 {
@@ -280,19 +266,20 @@ int tune_verify_measure(struct host *h, double seconds, struct tune_verify_windo
     /* Devices are not part of the window, and their scan is the slowest
      * sampler on big machines. */
     s->usable[SAMPLER_DEVICES] = 0;
-    struct sample *a = NULL, *b = NULL;
-    sense_sample(s, &a);
-    if (h->live)
-        sleep_until_ns(a->mono_ns + (uint64_t)(seconds * 1e9));
-    sense_sample(s, &b);
-    double interval = h->live ? (double)(b->mono_ns - a->mono_ns) / 1e9 : 1.0;
-    int r = tune_verify_window_build(a, b, interval, !h->live, ret);
+    /* a recorded root's window is its one recorded second */
+    struct window win;
+    int r = window_take(s, h->live, h->live ? seconds : 1.0, &win);
+    if (r < 0) {
+        *ret_err = xasprintf("sampling %s failed: %s", h->root, strerror(-r));
+        sense_close(s);
+        return r;
+    }
+    r = tune_verify_window_build(win.a, win.b, win.seconds, !h->live, ret);
     if (r < 0)
         *ret_err = xasprintf("nothing to measure under %s: no cpuidle, no interrupt counts "
                              "and no power meter could be read",
                              h->root);
-    sample_free(a);
-    sample_free(b);
+    window_clear(&win);
     sense_close(s);
     return r;
 }

@@ -72,6 +72,8 @@ static void wakeups_json(const struct report_ctx *c, struct json *j)
     const struct top_frame *f = c->top;
     json_kv_string(j, "source", f->traced ? "tracepoints" : "proc");
     json_kv_string(j, "why_not_traced", f->why_not_traced);
+    json_kv_string(j, "counted_by", wake_path_name(f->wake_path));
+    json_kv_string(j, "why_not_bpf", f->why_not_bpf);
     json_kv_double(j, "total_per_s", f->total_wakeups_s);
     json_kv_double(j, "idle_per_s", f->total_idle_wakeups_s);
     json_kv_u64(j, "lost_events", f->lost_events);

@@ -1,5 +1,6 @@
 /* watt top's collector: every refresh it takes a sample of the samplers, a
- * scan of /proc and the wake-up window (tracepoints, else /proc), splits
+ * scan of /proc and the wake-up window (BPF counters, else the tracepoint
+ * ring, else /proc), splits
  * the node's power over the processes (model/attrib.h) and builds one
  * struct top_frame for the TUI or --once. */
 #include "view/top_collect.h"
@@ -12,6 +13,7 @@
 
 #include "base/util.h"
 #include "model/attrib.h"
+#include "sense/cgroup_cpu.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
@@ -21,10 +23,15 @@
 #include "sense/procstat.h"
 #include "sense/tasks.h"
 #include "view/report_power.h"
+#include "view/window.h"
 
 /* tid -> tgid within a frame: a thread woken by several events is resolved
  * (an open of /proc/TID/status) once. Reset every frame and when full. */
 #define TIDMAP_CAP 8192
+/* The agent's kallsyms passes for new callback names: at most one per 10
+ * minutes (a pass costs ~50 ms of CPU; the ring's and watt top's 10 s
+ * cost the agent ~5 ms/s on a machine where new callbacks keep coming). */
+#define AGENT_NAME_PASS_S 600.0
 
 struct tid_slot {
     int32_t tid, tgid;
@@ -37,10 +44,14 @@ struct top_collector {
     const struct devpolicy *pol;
     double nominal_s; /* a recorded root: the interval to assume */
     struct wake_tracer *tracer;
+    struct wake_bpf *bpf; /* when it loaded: then no tracer */
     char *why_not_traced;
+    char *why_not_bpf;
     struct sample *prev;
     struct tasks_snapshot prev_tasks;
     struct tasks_opts topts;
+    bool cgmode; /* per-cgroup CPU from cpu.stat, no /proc scan (top_collector_opts.cgroup_cpu) */
+    struct cgroup_cpu_snapshot prev_cg;
     struct diags open_diags; /* the first scan's problems, for the first frame */
     struct tid_slot *tidmap; /* TIDMAP_CAP slots, tid 0 = empty */
     size_t ntid;
@@ -108,8 +119,21 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
             return r;
         }
     }
-    if (o->no_trace) {
-        c->why_not_traced = xstrdup("tracing turned off (--no-trace)");
+    enum wake_mode mode = o->no_trace || o->wakeups == WAKE_MODE_OFF ? WAKE_MODE_PROC : o->wakeups;
+    if (mode == WAKE_MODE_AUTO || mode == WAKE_MODE_BPF) {
+        r = wake_bpf_open(h, 0, &c->bpf, &c->why_not_bpf);
+        if (r < 0 && !c->why_not_bpf)
+            c->why_not_bpf = xasprintf("the BPF counters failed: %s", strerror(-r));
+    } else {
+        c->why_not_bpf =
+            xasprintf("wake-ups by the %s path, as asked (wakeups = %s)",
+                      mode == WAKE_MODE_TRACE ? "tracepoint ring" : "/proc", wake_mode_name(mode));
+    }
+    if (c->bpf) {
+        /* the BPF counters do it all */
+    } else if (mode == WAKE_MODE_PROC) {
+        c->why_not_traced = xstrdup(o->no_trace ? "tracing turned off (--no-trace)"
+                                                : "wake-ups from /proc, as asked (wakeups = proc)");
     } else {
         r = wake_tracer_open(h, NULL, &c->tracer, &c->why_not_traced);
         if (r < 0 && !c->why_not_traced)
@@ -117,7 +141,7 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
     }
     /* Without tracepoints the per-thread walk is the only source of task
      * wake-ups; with them it would only cost opens. */
-    c->topts.ctxsw = c->tracer == NULL || o->precise_tasks;
+    c->topts.ctxsw = (c->tracer == NULL && c->bpf == NULL) || o->precise_tasks;
     if (c->sense) {
         r = sense_sample(c->sense, &c->prev);
         if (r < 0 || !c->prev) {
@@ -127,9 +151,20 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
         if (o->model_auto && clock_is_vm(c->prev->clock))
             model_builtin("vm-vcpu", &c->model);
     }
-    tasks_scan(h, &c->topts, NULL, &c->prev_tasks, &c->open_diags);
+    /* per-cgroup wake-ups need the woken task's cgroup: only the BPF
+     * counters know it without /proc */
+    if (o->cgroup_cpu) { /* the agent: callback names only in /status */
+        wake_bpf_set_name_interval(c->bpf, AGENT_NAME_PASS_S);
+        wake_tracer_set_name_interval(c->tracer, AGENT_NAME_PASS_S);
+    }
+    if (c->bpf && o->cgroup_cpu && cgroup_cpu_scan(h, NULL, true, 0, &c->prev_cg) == 0)
+        c->cgmode = true;
+    else
+        tasks_scan(h, &c->topts, NULL, &c->prev_tasks, &c->open_diags);
     if (c->tracer)
         wake_tracer_reset(c->tracer); /* the first window starts with the first sample */
+    if (c->bpf)
+        wake_bpf_reset(c->bpf);
     *ret = c;
     return 0;
 }
@@ -139,9 +174,12 @@ void top_collector_close(struct top_collector *c)
     if (!c)
         return;
     wake_tracer_close(c->tracer);
+    wake_bpf_close(c->bpf);
     free(c->why_not_traced);
+    free(c->why_not_bpf);
     sample_free(c->prev);
     tasks_snapshot_clear(&c->prev_tasks);
+    cgroup_cpu_snapshot_clear(&c->prev_cg);
     diags_free(&c->open_diags);
     if (c->sense)
         sense_close(c->sense);
@@ -151,7 +189,17 @@ void top_collector_close(struct top_collector *c)
 
 bool top_collector_traced(const struct top_collector *c)
 {
-    return c->tracer != NULL;
+    return c->tracer != NULL || c->bpf != NULL;
+}
+
+enum wake_path top_collector_wake_path(const struct top_collector *c)
+{
+    return c->bpf ? WAKE_PATH_BPF : c->tracer ? WAKE_PATH_TRACE : WAKE_PATH_PROC;
+}
+
+const char *top_collector_why_not_bpf(const struct top_collector *c)
+{
+    return c->bpf ? NULL : c->why_not_bpf;
 }
 
 void top_collector_set_model(struct top_collector *c, const struct power_model *m)
@@ -161,7 +209,7 @@ void top_collector_set_model(struct top_collector *c, const struct power_model *
 
 const char *top_collector_why_not_traced(const struct top_collector *c)
 {
-    return c->tracer ? NULL : c->why_not_traced;
+    return c->tracer || c->bpf ? NULL : c->why_not_traced;
 }
 
 size_t top_collector_fds(struct top_collector *c, const int **ret)
@@ -336,7 +384,11 @@ static void build_procs(struct build *B)
         const struct wake_entry *e = &B->w.e[i];
         if (e->kind != WAKE_TASK || (e->events == 0 && e->idle_wakeups == 0))
             continue;
-        int32_t pid = B->w.traced ? resolve_tid(B->c, &B->tasks, e->id) : e->id;
+        int32_t pid = e->id;
+        if (e->tgid > 0 && tasks_find(&B->tasks, e->tgid))
+            pid = e->tgid; /* the BPF counters know the process */
+        else if (B->w.traced)
+            pid = resolve_tid(B->c, &B->tasks, e->id);
         bool gone = pid < 0;
         if (gone)
             pid = e->id;
@@ -420,7 +472,10 @@ static double cpu_ghz(const struct build *B, int cpu)
     return e.busy_mhz / 1000.0;
 }
 
-static void build_power(struct build *B)
+/* Split the node's power over n consumers (processes, or cgroups): their
+ * watts and joules into ret_w/ret_j. false when there is nothing to split. */
+static bool split_power(struct build *B, const struct attrib_task *at, size_t n, double *ret_w,
+                        double *ret_j)
 {
     struct top_frame *f = B->f;
     struct power_summary ps;
@@ -435,20 +490,10 @@ static void build_power(struct build *B)
         note(f, xstrdup("no node power: no meter, and the model lacks its inputs (CPU "
                         "utilisation); power is not attributed"));
         power_summary_free(&ps);
-        return;
+        return false;
     }
     double busy_s, irq_s;
     busy_seconds(B, &busy_s, &irq_s);
-    struct attrib_task *at = xcalloc(f->nprocs ? f->nprocs : 1, sizeof(*at));
-    for (size_t i = 0; i < f->nprocs; i++) {
-        const struct task_info *t = tasks_find(&B->tasks, f->procs[i].pid);
-        at[i] = (struct attrib_task){
-            .pid = f->procs[i].pid,
-            .cgroup = f->procs[i].cgroup,
-            .cpu_s = f->procs[i].cpu_pct * B->secs / 100.0,
-            .ghz = t ? cpu_ghz(B, t->last_cpu) : NAN,
-        };
-    }
     unsigned cores = cpuset_count(&B->b->topo.online);
     struct attrib_input in = {
         .node_w = ps.it_w,
@@ -460,18 +505,19 @@ static void build_power(struct build *B)
         .busy_cpu_s = isnan(busy_s) ? 0 : busy_s,
         .irq_cpu_s = isnan(irq_s) ? 0 : irq_s,
         .mean_ghz = ps.ghz,
-        .ntasks = f->nprocs,
+        .ntasks = n,
         .tasks = at,
     };
     struct attrib_result ar;
-    if (attrib_compute(&in, &ar) == 0) {
+    bool ok = attrib_compute(&in, &ar) == 0;
+    if (ok) {
         f->idle_w = ar.idle_w;
         f->kernel_w = ar.kernel_w;
         f->unaccounted_w = ar.unaccounted_w;
         f->procs_w = 0;
-        for (size_t i = 0; i < f->nprocs; i++) {
-            f->procs[i].power_w = ar.task_w[i];
-            f->procs[i].energy_j = ar.task_j[i];
+        for (size_t i = 0; i < n; i++) {
+            ret_w[i] = ar.task_w[i];
+            ret_j[i] = ar.task_j[i];
             f->procs_w += ar.task_w[i];
         }
         f->error_pct = ar.error_pct;
@@ -480,8 +526,33 @@ static void build_power(struct build *B)
     } else {
         note(f, xstrdup("power could not be split over processes (bad input to the model)"));
     }
-    free(at);
     power_summary_free(&ps);
+    return ok;
+}
+
+static void build_power(struct build *B)
+{
+    struct top_frame *f = B->f;
+    size_t n = f->nprocs;
+    struct attrib_task *at = xcalloc(n ? n : 1, sizeof(*at));
+    double *w = xcalloc(n ? n : 1, sizeof(*w)), *j = xcalloc(n ? n : 1, sizeof(*j));
+    for (size_t i = 0; i < n; i++) {
+        const struct task_info *t = tasks_find(&B->tasks, f->procs[i].pid);
+        at[i] = (struct attrib_task){
+            .pid = f->procs[i].pid,
+            .cgroup = f->procs[i].cgroup,
+            .cpu_s = f->procs[i].cpu_pct * B->secs / 100.0,
+            .ghz = t ? cpu_ghz(B, t->last_cpu) : NAN,
+        };
+    }
+    if (split_power(B, at, n, w, j))
+        for (size_t i = 0; i < n; i++) {
+            f->procs[i].power_w = w[i];
+            f->procs[i].energy_j = j[i];
+        }
+    free(at);
+    free(w);
+    free(j);
 }
 
 static int cmp_cgroup_path(const void *x, const void *y)
@@ -520,6 +591,74 @@ static void build_cgroups(struct top_frame *f)
             g->energy_j += p->energy_j;
         }
     }
+}
+
+/* The agent's cgroups without a /proc scan: each cgroup's own CPU time
+ * from cpu.stat (the delta since the previous frame, children's taken
+ * out), its wake-ups from the BPF counters' task entries by cgroup id.
+ * The node's power is split over the cgroups as over processes, so the
+ * sum rule holds the same way. */
+static void build_cgroups_cpustat(struct build *B, const struct cgroup_cpu_snapshot *cur)
+{
+    struct top_frame *f = B->f;
+    struct top_collector *c = B->c;
+    size_t n = cur->n, unknown = n; /* row n: "(unknown)" */
+    double *own = xcalloc(n + 1, sizeof(*own)), *wk = xcalloc(n + 1, sizeof(*wk));
+    double *iw = xcalloc(n + 1, sizeof(*iw));
+    cgroup_cpu_own_delta(&c->prev_cg, cur, own);
+    /* v2's root counts irq and softirq time too (the kernel line has it) */
+    double busy_s, irq_s;
+    busy_seconds(B, &busy_s, &irq_s);
+    const struct cgroup_cpu *root = cgroup_cpu_find(cur, "/");
+    if (root && isfinite(irq_s)) {
+        own[root - cur->v] -= irq_s;
+        if (own[root - cur->v] < 0)
+            own[root - cur->v] = 0;
+    }
+    for (size_t i = 0; i < B->w.n; i++) {
+        const struct wake_entry *e = &B->w.e[i];
+        if (e->kind != WAKE_TASK)
+            continue;
+        const struct cgroup_cpu *g = cgroup_cpu_find_id(cur, e->cgroup_id);
+        size_t k = g ? (size_t)(g - cur->v) : unknown;
+        wk[k] += per_s(e->events, B->w.seconds);
+        iw[k] += per_s(e->idle_wakeups, B->w.seconds);
+    }
+    f->cgroups = xcalloc(n + 1, sizeof(*f->cgroups));
+    struct attrib_task *at = xcalloc(n + 1, sizeof(*at));
+    size_t *row = xcalloc(n + 1, sizeof(*row));
+    for (size_t i = 0; i <= n; i++) {
+        if (own[i] <= 0 && wk[i] <= 0 && iw[i] <= 0)
+            continue;
+        const char *path = i < n ? cur->v[i].path : "(unknown)";
+        row[f->ncgroups] = i;
+        at[f->ncgroups] = (struct attrib_task){.cgroup = path, .cpu_s = own[i], .ghz = NAN};
+        f->cgroups[f->ncgroups++] = (struct top_cgroup){
+            .path = xstrdup(path),
+            .cpu_pct = 100.0 * own[i] / B->secs,
+            .wakeups_s = wk[i],
+            .idle_wakeups_s = iw[i],
+            .power_w = NAN,
+            .energy_j = NAN,
+        };
+    }
+    double *w = xcalloc(f->ncgroups + 1, sizeof(*w)), *j = xcalloc(f->ncgroups + 1, sizeof(*j));
+    if (split_power(B, at, f->ncgroups, w, j))
+        for (size_t k = 0; k < f->ncgroups; k++) {
+            f->cgroups[k].power_w = w[k];
+            f->cgroups[k].energy_j = j[k];
+        }
+    if (f->ncgroups)
+        qsort(f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup_path);
+    note(f, xstrdup("per-cgroup CPU time from each cgroup's cpu.stat and wake-ups from the BPF "
+                    "counters: no per-process rows (watt top has them)"));
+    free(own);
+    free(wk);
+    free(iw);
+    free(at);
+    free(row);
+    free(w);
+    free(j);
 }
 
 static void cpu_states(const struct build *B, int cpu, struct top_cpu *row)
@@ -612,7 +751,11 @@ static void build_notes(struct build *B)
         note(f, xasprintf("wake-ups from /proc (voluntary context switches per process, IRQ "
                           "counts): %s; idle wake-ups, timers and work items need tracepoints",
                           f->why_not_traced ? f->why_not_traced : "no tracepoints"));
-    const char *tn = B->c->tracer ? wake_tracer_note(B->c->tracer) : NULL;
+    const char *tn = B->c->tracer ? wake_tracer_note(B->c->tracer)
+                     : B->c->bpf  ? wake_bpf_note(B->c->bpf)
+                                  : NULL;
+    if (!B->c->bpf && B->c->why_not_bpf)
+        note(f, xasprintf("BPF wake-up counters not used: %s", B->c->why_not_bpf));
     if (tn)
         note(f, xstrdup(tn));
     if (B->w.undelivered && B->w.note[0])
@@ -658,13 +801,59 @@ static void frame_header(struct build *B)
     f->busy_cpus =
         B->a->procstat && B->b->procstat ? procstat_busy_cpus(B->a->procstat, B->b->procstat) : NAN;
     f->traced = B->w.traced;
-    f->why_not_traced = B->c->why_not_traced ? xstrdup(B->c->why_not_traced) : NULL;
+    f->why_not_traced = !B->w.traced && B->c->why_not_traced ? xstrdup(B->c->why_not_traced) : NULL;
+    f->wake_path = B->w.bpf ? WAKE_PATH_BPF : B->w.traced ? WAKE_PATH_TRACE : WAKE_PATH_PROC;
+    f->why_not_bpf = !B->w.bpf && B->c->why_not_bpf ? xstrdup(B->c->why_not_bpf) : NULL;
     f->wake_window_s = B->w.seconds;
     f->total_wakeups_s = per_s(B->w.total_events, B->w.seconds);
     f->total_idle_wakeups_s = B->w.traced ? per_s(B->w.total_idle_wakeups, B->w.seconds) : NAN;
     f->lost_events = B->w.lost + B->w.undelivered;
     f->undelivered_events = B->w.undelivered;
     f->dropped_events = B->w.dropped;
+}
+
+/* Whether every woken task's cgroup id is known; else the ids are read
+ * again (a cgroup made since, or a path made anew). */
+static bool cgroup_ids_known(const struct wake_window *w, const struct cgroup_cpu_snapshot *s)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->e[i].kind == WAKE_TASK && w->e[i].cgroup_id &&
+            !cgroup_cpu_find_id(s, w->e[i].cgroup_id))
+            return false;
+    return true;
+}
+
+static int frame_cgmode(struct build *B)
+{
+    struct top_collector *c = B->c;
+    struct cgroup_cpu_snapshot cur;
+    if (B->a->irq && B->b->irq)
+        B->have_irq = irq_rates(B->a->irq, B->b->irq, B->secs, &B->irq, &B->diags) == 0;
+    int r = wake_bpf_take(c->bpf, &B->w);
+    if (r < 0) {
+        wake_window_clear(&B->w);
+        wake_window_from_proc(B->have_irq ? &B->irq : NULL, NULL, 0, B->secs, &B->w);
+        note(B->f, xasprintf("the BPF counters could not be read: %s", strerror(-r)));
+    }
+    r = cgroup_cpu_scan(c->h, &c->prev_cg, false, 0, &cur);
+    if (r == 0 && !cgroup_ids_known(&B->w, &cur)) {
+        cgroup_cpu_snapshot_clear(&cur);
+        r = cgroup_cpu_scan(c->h, &c->prev_cg, true, 0, &cur);
+    }
+    if (r < 0) {
+        note(B->f, xasprintf("cgroup cpu.stat could not be read: %s", strerror(-r)));
+        cur = (struct cgroup_cpu_snapshot){0};
+    }
+    if (cur.truncated)
+        note(B->f, xstrdup("more cgroups than the scan bound: the rest count in their parents"));
+    frame_header(B);
+    build_sources(B);
+    build_cgroups_cpustat(B, &cur);
+    build_cpus(B);
+    build_notes(B); /* no device rows: the agent has its own device metrics */
+    cgroup_cpu_snapshot_clear(&c->prev_cg);
+    c->prev_cg = cur;
+    return 0;
 }
 
 int top_collector_frame_from(struct top_collector *c, const struct sample *a,
@@ -678,11 +867,22 @@ int top_collector_frame_from(struct top_collector *c, const struct sample *a,
     memset(c->tidmap, 0, TIDMAP_CAP * sizeof(*c->tidmap));
     c->ntid = 0;
     c->open_diags = (struct diags){0};
+    if (c->cgmode) {
+        frame_cgmode(&B);
+        wake_window_clear(&B.w);
+        if (B.have_irq)
+            irq_rates_free(&B.irq);
+        diags_free(&B.diags);
+        *ret = B.f;
+        return 0;
+    }
     tasks_scan(c->h, &c->topts, &c->prev_tasks, &B.tasks, &B.diags);
     tasks_diff(&c->prev_tasks, &B.tasks, &B.td, &B.ntd, &B.tstats, &B.diags);
     if (a->irq && b->irq)
         B.have_irq = irq_rates(a->irq, b->irq, B.secs, &B.irq, &B.diags) == 0;
-    int r = c->tracer ? wake_tracer_take(c->tracer, &B.w) : -ENODEV;
+    int r = c->bpf      ? wake_bpf_take(c->bpf, &B.w)
+            : c->tracer ? wake_tracer_take(c->tracer, &B.w)
+                        : -ENODEV;
     if (r < 0) {
         wake_window_clear(&B.w);
         wake_window_from_proc(B.have_irq ? &B.irq : NULL, B.td, B.ntd, B.secs, &B.w);
@@ -720,7 +920,7 @@ int top_collector_frame(struct top_collector *c, struct top_frame **ret)
     int r = sense_sample(c->sense, &b);
     if (r < 0 || !b)
         return r < 0 ? r : -EIO;
-    double secs = c->h->live ? (double)(b->mono_ns - c->prev->mono_ns) / 1e9 : c->nominal_s;
+    double secs = window_interval(c->prev, b, c->h->live, c->nominal_s);
     r = top_collector_frame_from(c, c->prev, b, secs, ret);
     sample_free(c->prev);
     c->prev = b;

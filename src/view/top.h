@@ -79,6 +79,8 @@ struct top_frame {
     bool proc_wakeups_from_proc; /* traced, but the kernel lost events: process
                                     wake-ups from /proc context switches */
     char *why_not_traced;        /* owned; NULL when traced */
+    enum wake_path wake_path;    /* bpf, trace (the ring) or proc */
+    char *why_not_bpf;           /* owned; NULL when the BPF counters are used */
     double wake_window_s;        /* the wake-up window the rates are over (the
                                     tracer's; interval_s for /proc) */
     double total_wakeups_s;      /* all events per second */

@@ -17,6 +17,7 @@ void top_frame_free(struct top_frame *f)
     free(f->hostname);
     free(f->kernel);
     free(f->why_not_traced);
+    free(f->why_not_bpf);
     for (size_t i = 0; i < f->nprocs; i++) {
         free(f->procs[i].cmdline);
         free(f->procs[i].cgroup);

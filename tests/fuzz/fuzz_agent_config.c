@@ -61,7 +61,8 @@ static void check_ranges(const struct agent_config *c)
     FUZZ_CHECK(c->timeout_s >= 1 && c->timeout_s <= 3600);
     FUZZ_CHECK(c->max_request_bytes >= 2048 && c->max_request_bytes <= 1u << 20);
     FUZZ_CHECK(c->control != NULL);
-    FUZZ_CHECK(c->wakeups == AGENT_WAKEUPS_TRACE || c->wakeups == AGENT_WAKEUPS_PROC ||
+    FUZZ_CHECK(c->wakeups == AGENT_WAKEUPS_AUTO || c->wakeups == AGENT_WAKEUPS_BPF ||
+               c->wakeups == AGENT_WAKEUPS_TRACE || c->wakeups == AGENT_WAKEUPS_PROC ||
                c->wakeups == AGENT_WAKEUPS_OFF);
     FUZZ_CHECK(c->cgroups <= 1000);
     FUZZ_CHECK(!c->journal || (c->journal[0] && !has_dotdot(c->journal)));

@@ -27,8 +27,8 @@ static void test_defaults(void **state)
     assert_null(c.config_dir);
     assert_null(c.journal);
     assert_true(c.restore_on_exit);
-    /* wake-ups and energy per cgroup: traced, ten cgroups plus other */
-    assert_int_equal(c.wakeups, AGENT_WAKEUPS_TRACE);
+    /* wake-ups and energy per cgroup: BPF, else traced, ten cgroups plus other */
+    assert_int_equal(c.wakeups, AGENT_WAKEUPS_AUTO);
     assert_int_equal(c.cgroups, 10);
     /* no local client can starve a scraper (docs/agent.md) */
     assert_int_equal(c.max_connections, 128);

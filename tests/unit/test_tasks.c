@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "base/util.h"
+#include "sense/cgroup_cpu.h"
 #include "sense/sample.h"
 #include "sense/tasks.h"
 #include "tree.h"
@@ -660,10 +662,86 @@ static void test_live(void **state)
     host_close(h);
 }
 
+/* ---- each cgroup's CPU from cpu.stat (the agent's, no /proc scan) ---- */
+
+static void cg_write(const char *root, const char *dir, unsigned long long us)
+{
+    tree_write(root, dir, "usage_usec %llu\nuser_usec 1\nsystem_usec 2\n", us);
+}
+
+static void test_cgroup_cpu_scan(void **state)
+{
+    char *root = tree_new();
+    /* hybrid: the v2 tree under fs/cgroup/unified; a v1 hierarchy beside it */
+    tree_write(root, "sys/fs/cgroup/cpuacct/cgroup.clone_children", "0\n");
+    tree_write(root, "sys/fs/cgroup/cpuacct/cgroup.procs", "1\n");
+    tree_write(root, "sys/fs/cgroup/unified/cgroup.procs", "1\n");
+    cg_write(root, "sys/fs/cgroup/unified/cpu.stat", 10000000);
+    cg_write(root, "sys/fs/cgroup/unified/system.slice/cpu.stat", 4000000);
+    cg_write(root, "sys/fs/cgroup/unified/system.slice/ssh.service/cpu.stat", 1000000);
+    cg_write(root, "sys/fs/cgroup/unified/user.slice/cpu.stat", 2000000);
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct cgroup_cpu_snapshot a, b;
+    assert_int_equal(cgroup_cpu_scan(h, NULL, true, 0, &a), 0);
+    assert_string_equal(a.root, "fs/cgroup/unified");
+    assert_int_equal(a.n, 4);
+    assert_string_equal(a.v[0].path, "/");
+    assert_non_null(cgroup_cpu_find(&a, "/system.slice/ssh.service"));
+    assert_int_equal(cgroup_cpu_find(&a, "/user.slice")->usage_ns, 2000000000ull);
+    assert_true(cgroup_cpu_find(&a, "/user.slice")->id != 0); /* the directory's inode */
+    assert_ptr_equal(cgroup_cpu_find_id(&a, cgroup_cpu_find(&a, "/user.slice")->id),
+                     cgroup_cpu_find(&a, "/user.slice"));
+    /* one second later: root +1.0 s, system.slice +0.5 (ssh +0.2), user.slice
+     * gone (its last growth stays with the root), a new one with 0.1 s */
+    cg_write(root, "sys/fs/cgroup/unified/cpu.stat", 11000000);
+    cg_write(root, "sys/fs/cgroup/unified/system.slice/cpu.stat", 4500000);
+    cg_write(root, "sys/fs/cgroup/unified/system.slice/ssh.service/cpu.stat", 1200000);
+    tree_write(root, "sys/fs/cgroup/unified/user.slice/cpu.stat", "%s", "");
+    cg_write(root, "sys/fs/cgroup/unified/new.scope/cpu.stat", 100000);
+    assert_int_equal(cgroup_cpu_scan(h, &a, false, 0, &b), 0);
+    assert_int_equal(b.n, 4); /* user.slice has no usable cpu.stat now */
+    double own[4];
+    cgroup_cpu_own_delta(&a, &b, own);
+    assert_true(fabs(own[cgroup_cpu_find(&b, "/") - b.v] - 0.4) < 1e-9);
+    assert_true(fabs(own[cgroup_cpu_find(&b, "/system.slice") - b.v] - 0.3) < 1e-9);
+    assert_true(fabs(own[cgroup_cpu_find(&b, "/system.slice/ssh.service") - b.v] - 0.2) < 1e-9);
+    assert_true(fabs(own[cgroup_cpu_find(&b, "/new.scope") - b.v] - 0.1) < 1e-9);
+    /* the own times add up to the root's growth: nothing counted twice */
+    double sum = 0;
+    for (size_t i = 0; i < b.n; i++)
+        sum += own[i];
+    assert_true(fabs(sum - 1.0) < 1e-9);
+    /* ids come from the previous snapshot unless asked again */
+    assert_int_equal(cgroup_cpu_find(&b, "/system.slice")->id,
+                     cgroup_cpu_find(&a, "/system.slice")->id);
+    cgroup_cpu_snapshot_clear(&a);
+    cgroup_cpu_snapshot_clear(&b);
+    /* the guard's reader, the same parser */
+    uint64_t ns;
+    const char *src;
+    assert_int_equal(cgroup_cpu_read(h, "system.slice", &ns, &src), 0);
+    assert_int_equal(ns, 4500000000ull);
+    assert_string_equal(src, "cgroup v2 cpu.stat");
+    uint64_t us;
+    assert_int_equal(cgroup_cpu_parse_stat("user_usec 5\n", &us), -EINVAL);
+    assert_int_equal(cgroup_cpu_parse_stat("usage_usec -5\n", &us), -EINVAL);
+    host_close(h);
+    /* no v2 hierarchy: said */
+    char *v1 = tree_new();
+    tree_write(v1, "sys/fs/cgroup/cpuacct/cgroup.clone_children", "0\n");
+    assert_int_equal(host_open(v1, &h), 0);
+    assert_int_equal(cgroup_cpu_scan(h, NULL, true, 0, &a), -ENOENT);
+    host_close(h);
+    tree_free(v1);
+    tree_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_stat_real),
+        cmocka_unit_test(test_cgroup_cpu_scan),
         cmocka_unit_test(test_parse_stat_edges),
         cmocka_unit_test(test_parse_status),
         cmocka_unit_test(test_parse_cgroup),

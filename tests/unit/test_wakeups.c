@@ -936,6 +936,184 @@ static void test_tracefs_recorded(void **state)
     tree_free(root);
 }
 
+/* ---- the BPF counters' deltas, on fake map contents ---- */
+
+static const struct wake_entry *find_entry(const struct wake_window *w, enum wake_kind k,
+                                           int32_t id, uint64_t addr, const char *name)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->e[i].kind == k && w->e[i].id == id && w->e[i].addr == addr &&
+            (!name || streq(w->e[i].name, name)))
+            return &w->e[i];
+    return NULL;
+}
+
+static struct wake_bpf_rec rec(enum wake_kind k, int32_t id, uint64_t addr, uint64_t ev,
+                               uint64_t idle, int32_t tgid, uint64_t cgid, const char *name)
+{
+    struct wake_bpf_rec r = {.kind = k,
+                             .id = id,
+                             .addr = addr,
+                             .events = ev,
+                             .idle_wakeups = idle,
+                             .tgid = tgid,
+                             .cgid = cgid};
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    return r;
+}
+
+static void test_bpf_deltas(void **state)
+{
+    struct wake_bpf_acct *a = wake_bpf_acct_new(0, 1000000000ull);
+    struct wake_bpf_rec m[4] = {
+        rec(WAKE_TIMER, -1, 0xffffffff81000010ull, 7, 1, 0, 0, ""),
+        rec(WAKE_TASK, 4242, 0, 10, 2, 4240, 777, "worker"),
+        rec(WAKE_IRQ, 24, 0, 3, 3, 0, 0, ""),
+    };
+    struct wake_bpf_cpu_rec cpu[2] = {{1, 4, 1, 0, 0}, {0, 2, 0, 0, 0}};
+    struct wake_window w;
+    struct wake_bpf_rec *stale;
+    size_t nstale;
+    /* the first take: everything counted since load (from 0) */
+    wake_bpf_acct_take(a, m, 3, cpu, 2, 3000000000ull, &w, &stale, &nstale);
+    assert_true(w.traced && w.bpf);
+    assert_true(fabs(w.seconds - 2.0) < 1e-9);
+    assert_int_equal(nstale, 0);
+    const struct wake_entry *e = find_entry(&w, WAKE_TASK, 4242, 0, "worker");
+    assert_non_null(e);
+    assert_int_equal(e->events, 10);
+    assert_int_equal(e->idle_wakeups, 2);
+    assert_int_equal(e->tgid, 4240);
+    assert_int_equal(e->cgroup_id, 777);
+    e = find_entry(&w, WAKE_IRQ, 24, 0, "irq24"); /* no name from the kernel */
+    assert_non_null(e);
+    e = find_entry(&w, WAKE_TIMER, -1, 0xffffffff81000010ull, "0xffffffff81000010");
+    assert_non_null(e);
+    assert_int_equal(e->tgid, 0);
+    assert_non_null(find_entry(&w, WAKE_OTHER, -1, 0, "(no cause event)"));
+    assert_int_equal(w.total_events, 20);
+    /* CPUs in order, their idle exits summed */
+    assert_int_equal(w.ncpus, 2);
+    assert_int_equal(w.cpu[0], 0);
+    assert_int_equal(w.cpu[1], 1);
+    assert_int_equal(w.cpu_idle_wakeups[0], 2);
+    assert_int_equal(w.cpu_idle_wakeups[1], 4);
+    assert_int_equal(w.total_idle_wakeups, 6);
+    wake_window_clear(&w);
+
+    /* the second: deltas only; a source that did not move is not listed;
+     * a new one counts from 0; one that went back (deleted, came again)
+     * counts what it has */
+    for (int i = 0; i < 3; i++) { /* the take sorted m in place */
+        if (m[i].kind == WAKE_TIMER)
+            m[i].events = 9; /* +2 */
+        else if (m[i].kind == WAKE_IRQ)
+            m[i].events = 1; /* went back: 1 */
+    }
+    m[3] = rec(WAKE_WORK, -1, 0xffffffff81000020ull, 5, 0, 0, 0, "");
+    cpu[0] = (struct wake_bpf_cpu_rec){1, 5, 2, 3, 1}; /* +1, other +1, full 3 ev, 1 idle */
+    wake_bpf_acct_take(a, m, 4, cpu, 2, 4000000000ull, &w, NULL, NULL);
+    assert_true(fabs(w.seconds - 1.0) < 1e-9);
+    assert_int_equal(find_entry(&w, WAKE_TIMER, -1, 0xffffffff81000010ull, NULL)->events, 2);
+    assert_int_equal(find_entry(&w, WAKE_TIMER, -1, 0xffffffff81000010ull, NULL)->idle_wakeups, 0);
+    assert_null(find_entry(&w, WAKE_TASK, 4242, 0, NULL));
+    assert_int_equal(find_entry(&w, WAKE_IRQ, 24, 0, NULL)->events, 1);
+    assert_int_equal(find_entry(&w, WAKE_WORK, -1, 0xffffffff81000020ull, NULL)->events, 5);
+    assert_int_equal(find_entry(&w, WAKE_OTHER, -1, 0, "(no cause event)")->idle_wakeups, 1);
+    e = find_entry(&w, WAKE_OTHER, -1, 0, "(table full)");
+    assert_non_null(e);
+    assert_int_equal(e->events, 3);
+    assert_int_equal(e->idle_wakeups, 1);
+    assert_int_equal(w.dropped, 3);
+    assert_int_equal(w.total_events, 2 + 1 + 5 + 3);
+    assert_int_equal(w.cpu_idle_wakeups[1], 1);
+    assert_int_equal(w.cpu_idle_wakeups[0], 0);
+    wake_window_clear(&w);
+
+    /* nothing moved: an empty window, never a NULL array */
+    wake_bpf_acct_take(a, m, 4, cpu, 2, 5000000000ull, &w, NULL, NULL);
+    assert_int_equal(w.n, 0);
+    assert_non_null(w.e);
+    assert_int_equal(w.total_idle_wakeups, 0);
+    wake_window_clear(&w);
+    wake_bpf_acct_free(a);
+}
+
+static void test_bpf_stale(void **state)
+{
+    struct wake_bpf_acct *a = wake_bpf_acct_new(2, 0);
+    struct wake_bpf_rec m[2] = {
+        rec(WAKE_TASK, 100, 0, 5, 0, 100, 1, "idle"),
+        rec(WAKE_TASK, 200, 0, 5, 0, 200, 1, "busy"),
+    };
+    struct wake_window w;
+    struct wake_bpf_rec *stale;
+    size_t nstale;
+    wake_bpf_acct_take(a, m, 2, NULL, 0, 1, &w, &stale, &nstale);
+    assert_int_equal(nstale, 0);
+    free(stale);
+    wake_window_clear(&w);
+    for (int i = 0; i < 2; i++) {
+        m[0].events = 5; /* qsort may have swapped them: set both by id */
+        m[1].events = 5;
+        for (int k = 0; k < 2; k++)
+            if (m[k].id == 200)
+                m[k].events = 6 + (uint64_t)i;
+        wake_bpf_acct_take(a, m, 2, NULL, 0, 2 + (uint64_t)i, &w, &stale, &nstale);
+        wake_window_clear(&w);
+        if (i == 0) {
+            assert_int_equal(nstale, 0);
+            free(stale);
+        }
+    }
+    /* tid 100 has not moved for two takes: to be deleted */
+    assert_int_equal(nstale, 1);
+    assert_int_equal(stale[0].id, 100);
+    wake_bpf_acct_forget(a, &stale[0]);
+    free(stale);
+    /* deleted, then woken again: the kernel's entry starts from 0 */
+    struct wake_bpf_rec again[2] = {rec(WAKE_TASK, 100, 0, 1, 0, 100, 1, "idle"),
+                                    rec(WAKE_TASK, 200, 0, 7, 0, 200, 1, "busy")};
+    wake_bpf_acct_take(a, again, 2, NULL, 0, 10, &w, NULL, NULL);
+    assert_int_equal(find_entry(&w, WAKE_TASK, 100, 0, NULL)->events, 1);
+    assert_null(find_entry(&w, WAKE_TASK, 200, 0, NULL));
+    wake_window_clear(&w);
+    wake_bpf_acct_free(a);
+}
+
+static void test_wake_modes(void **state)
+{
+    enum wake_mode m;
+    for (int i = 0; i < _WAKE_MODE_MAX; i++) {
+        assert_int_equal(wake_mode_from_string(wake_mode_name((enum wake_mode)i), &m), 0);
+        assert_int_equal(m, i);
+    }
+    assert_int_equal(wake_mode_from_string("tracepoints", &m), -EINVAL);
+    assert_int_equal(wake_mode_from_string(NULL, &m), -EINVAL);
+    assert_string_equal(wake_path_name(WAKE_PATH_BPF), "bpf");
+    assert_string_equal(wake_path_name(WAKE_PATH_TRACE), "trace");
+    assert_string_equal(wake_path_name(WAKE_PATH_PROC), "proc");
+}
+
+/* Where BPF cannot be had, wake_bpf_open() says why and returns 0. */
+static void test_bpf_fallback(void **state)
+{
+    struct wake_bpf *b = NULL;
+    char *why = NULL;
+    setenv("WATT_NO_BPF", "1", 1);
+    struct host *h;
+    assert_int_equal(host_open("/", &h), 0);
+    assert_int_equal(wake_bpf_open(h, 0, &b, &why), 0);
+    assert_null(b);
+    assert_non_null(why);
+    /* built without BPF, or the variable: either way, said */
+    assert_true(strstr(why, "WATT_NO_BPF") || strstr(why, "built without BPF"));
+    free(why);
+    unsetenv("WATT_NO_BPF");
+    host_close(h);
+    wake_bpf_close(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -957,6 +1135,10 @@ int main(void)
         cmocka_unit_test(test_ksym_recorded),
         cmocka_unit_test(test_ksym_cache_bound),
         cmocka_unit_test(test_tracefs_recorded),
+        cmocka_unit_test(test_bpf_deltas),
+        cmocka_unit_test(test_bpf_stale),
+        cmocka_unit_test(test_wake_modes),
+        cmocka_unit_test(test_bpf_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fleet/control/site.h"
+#include "fleet/model/site.h"
 
 enum fx_power_state { FX_POWER_UNKNOWN = 0, FX_POWER_OFF, FX_POWER_ON };
 
