@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +23,7 @@
 #include "cli/verbs.h"
 #include "config.h"
 #include "fleet/model/fleet.h"
+#include "host/host.h"
 
 #define DEFAULT_DAY "planetlab/20110303"
 
@@ -581,11 +581,8 @@ static int exec_fleet_engines(int argc, char **argv)
                 argv[0]);
     return 1;
 #else
-    char self[PATH_MAX];
-    _cleanup_free_ char *near = NULL;
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
-    if (n > 0 && (size_t)n < sizeof(self)) { /* else cut short: not used */
-        self[n] = '\0';
+    _cleanup_free_ char *self = NULL, *near = NULL;
+    if (host_self_exe(&self) == 0) {
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = '\0';
