@@ -1,10 +1,10 @@
 #!/bin/bash
 # The whole test suite: the normal build, the same suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the clang-format check.
-# The last line is "N passed, N failed, N skipped" (meson tests of both
-# builds plus the format check). A test that skips (exit 77) is counted
-# apart; in CI (CI=true) it counts as failed unless tests/skip-allow.txt
-# allows its reason (tools/testcount.py).
+# AddressSanitizer + UndefinedBehaviorSanitizer, the lean build's link check
+# and the clang-format check. The last line is "N passed, N failed, N
+# skipped" (meson tests of the builds plus the two checks). A test that
+# skips (exit 77) is counted apart; in CI (CI=true) it counts as failed
+# unless tests/skip-allow.txt allows its reason (tools/testcount.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh --test || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
@@ -59,6 +59,27 @@ if ninja -C build-tsan "${tsan_tests[@]/#/tests/unit/test_}" >/dev/null; then
     count build-tsan
 else
     echo "thread sanitizer build failed"
+    failed=$((failed + 1))
+fi
+
+# The lean build: no fleet engines, no tests (meson_options.txt). It must
+# configure and build without libvirt, libfreeipmi and cmocka, and its
+# watt must link neither library (issue 15: the agent's RSS). One check.
+echo "== lean build (-Dfleet=disabled -Dtests=disabled)"
+if [ ! -f build-lean/build.ninja ]; then
+    meson setup build-lean -Dfleet=disabled -Dtests=disabled -Dwerror=true >/dev/null
+fi
+if ninja -C build-lean >/dev/null && [ -x build-lean/watt ] && [ ! -e build-lean/watt-fleet ]; then
+    heavy=$(ldd build-lean/watt | grep -E 'libvirt|libfreeipmi' || true)
+    if [ -z "$heavy" ]; then
+        echo "build-lean/watt links neither libvirt nor libfreeipmi"
+        passed=$((passed + 1))
+    else
+        echo "build-lean/watt links: $heavy"
+        failed=$((failed + 1))
+    fi
+else
+    echo "lean build failed"
     failed=$((failed + 1))
 fi
 

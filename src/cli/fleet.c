@@ -23,6 +23,7 @@
 #include "cli/verbs.h"
 #include "config.h"
 #include "fleet/model/fleet.h"
+#include "host/host.h"
 
 #define DEFAULT_DAY "planetlab/20110303"
 
@@ -565,6 +566,54 @@ static int load_traces(struct fleet_cli *c, struct fleet_trace **ret, size_t *re
     return 0;
 }
 
+/* watt fleet run|plan|check|host|approve: in watt-fleet, the one binary that
+ * links the fleet engines (libvirt, libfreeipmi), so that watt, and its
+ * agent, maps neither. Exec it with the same arguments, ARGV[0] being the
+ * verb: from the folder of this binary (the build tree: build/watt and
+ * build/watt-fleet), else from libexecdir/watt (installed). Returns only on
+ * failure, having said why. */
+static int exec_fleet_engines(int argc, char **argv)
+{
+#ifndef WATT_HAVE_FLEET
+    text_printf(stderr,
+                "watt fleet %s: this watt was built without the fleet engines "
+                "(-Dfleet=disabled, or libvirt or libfreeipmi missing when it was built)\n",
+                argv[0]);
+    return 1;
+#else
+    _cleanup_free_ char *self = NULL, *near = NULL;
+    if (host_self_exe(&self) == 0) {
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            near = xasprintf("%s/watt-fleet", self);
+        }
+    }
+    const char *paths[] = {near, WATT_LIBEXECDIR "/watt-fleet"};
+    _cleanup_free_ char **args = xcalloc((size_t)argc + 2, sizeof(*args));
+    for (int i = 0; i < argc; i++)
+        args[i + 1] = argv[i];
+    int err[ARRAY_SIZE(paths)] = {0};
+    for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+        if (!paths[i])
+            continue;
+        args[0] = (char *)paths[i];
+        execv(paths[i], args);
+        err[i] = errno;
+    }
+    struct strbuf msg = {0};
+    strbuf_appendf(&msg, "watt fleet %s: cannot run watt-fleet, the binary of the fleet engines (",
+                   argv[0]);
+    for (size_t i = 0, k = 0; i < ARRAY_SIZE(paths); i++)
+        if (paths[i])
+            strbuf_appendf(&msg, "%s%s: %s", k++ ? ", " : "", paths[i], strerror(err[i]));
+    strbuf_append(&msg, "); install it with watt (meson install, -Dfleet=enabled)\n");
+    text_fputs(strbuf_str(&msg), stderr);
+    strbuf_free(&msg);
+    return 1;
+#endif
+}
+
 int verb_fleet(int argc, char **argv)
 {
     struct fleet_cli c = {0};
@@ -580,7 +629,7 @@ int verb_fleet(int argc, char **argv)
     }
     if (streq(argv[1], "run") || streq(argv[1], "plan") || streq(argv[1], "check") ||
         streq(argv[1], "host") || streq(argv[1], "approve"))
-        return verb_fleet_run(argc - 1, argv + 1);
+        return exec_fleet_engines(argc - 1, argv + 1);
     if (!streq(argv[1], "sim") && !streq(argv[1], "compare")) {
         text_printf(stderr,
                     "watt fleet: unknown command '%s' (sim, compare, run, plan, check, host, "

@@ -1202,6 +1202,19 @@ int host_self_cmdline(char **ret)
     return 0;
 }
 
+int host_self_exe(char **ret)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf));
+    if (n < 0)
+        return -errno;
+    if (n == 0 || (size_t)n >= sizeof(buf)) /* cut short: no path */
+        return -ENAMETOOLONG;
+    buf[n] = '\0';
+    *ret = xstrdup(buf);
+    return 0;
+}
+
 int host_self_rss(uint64_t *ret)
 {
     /* opened once and re-read with pread: the agent asks every sample */

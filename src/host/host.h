@@ -227,3 +227,6 @@ int host_self_rss(uint64_t *ret);
 /* This process's command line, arguments joined by spaces (at most 511
  * bytes): who holds a lock. Owned. */
 int host_self_cmdline(char **ret);
+/* The path of this process's executable (/proc/self/exe, links resolved):
+ * where watt finds watt-fleet beside it. Owned. */
+int host_self_exe(char **ret);

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "base/util.h"
+#include "fleet/control/site.h"
 #include "fleet/engine/exec.h"
 #include "fleet/engine/exec_cmd.h"
 #include "fleet/engine/exec_tmpl.h"
