@@ -1,8 +1,8 @@
 #pragma once
 
-#include "view/report.h"
 #include "model/model.h"
 #include "model/power.h"
+#include "view/report.h"
 
 /* Gather the measured channels and the model's estimate into ps. */
 void report_power_build(const struct report_ctx *c, const struct power_model *m,

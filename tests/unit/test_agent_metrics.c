@@ -13,7 +13,6 @@
 
 #include "agent/metrics.h"
 #include "base/util.h"
-#include "view/report_power.h"
 #include "config.h"
 #include "host/host.h"
 #include "model/model.h"
@@ -22,6 +21,7 @@
 #include "sense/latency.h"
 #include "sense/rapl.h"
 #include "sense/sampler.h"
+#include "view/report_power.h"
 
 /* ---- a validator for both exposition formats ---- */
 

@@ -12,8 +12,8 @@
 #include <cmocka.h>
 
 #include "base/util.h"
-#include "view/top.h"
 #include "cli/top_view.h"
+#include "view/top.h"
 
 /* ---- frames built by hand ------------------------------------------------------ */
 

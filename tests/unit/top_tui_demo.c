@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "view/top.h"
 #include "cli/top_view.h"
 #include "top_fake_collector.h"
+#include "view/top.h"
 
 static int parse_sort(const char *s, enum top_sort *ret)
 {
