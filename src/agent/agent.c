@@ -670,6 +670,11 @@ static void enable_read_cache(struct agent *a)
             budget = CACHE_FDS;
     }
     sense_cache(a->sense, budget);
+    /* Device runtime PM on a live root at most every device_interval: its
+     * times are cumulative, so rates stay exact; a recorded tree's files
+     * are read each sample (tests change them between two). */
+    if (a->h->live)
+        host_cache_slow(a->h, (uint64_t)(a->cfg.device_interval_s * 1e9));
 }
 
 static int start_http(struct agent *a)
@@ -789,6 +794,9 @@ static void reload_config(struct agent *a)
     free(a->cfg.profile);
     a->cfg.profile = c.profile ? xstrdup(c.profile) : NULL;
     a->cfg.restore_on_exit = c.restore_on_exit;
+    a->cfg.device_interval_s = c.device_interval_s;
+    if (a->h->live)
+        host_cache_slow(a->h, (uint64_t)(c.device_interval_s * 1e9));
     agent_config_free(&c);
     if (load_model(a) < 0)
         model_default(&a->model);

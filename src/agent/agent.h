@@ -47,6 +47,8 @@ struct agent_config {
     /* wake-ups and energy per cgroup (docs/agent-metrics.md): */
     enum agent_wakeups_mode wakeups; /* auto (default), bpf, trace, proc or off */
     unsigned cgroups;                /* cgroups with series of their own (10) */
+    double device_interval_s;        /* device runtime PM read at most this often
+                                        on a live root (10; 0: every sample) */
     /* the metrics `watt fleet run --metrics FILE` writes, served with ours
      * (text format); NULL: none */
     char *fleet_metrics;
@@ -63,6 +65,7 @@ int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
  * max_connections_per_client, timeout, header_timeout, max_request_bytes,
  * control, tls_cert, tls_key, auth_user, auth_password_file, insecure, profile, config_dir,
  * journal, restore_on_exit (yes|no), wakeups (auto|bpf|trace|proc|off), cgroups (0..1000),
+ * device_interval (0..3600 s),
  * fleet_metrics (an absolute path). On error *C is unchanged and ret_err names file and line. Pure
  * text parser below for fuzzing. */
 int agent_config_load(const char *path, struct agent_config *c, char **ret_err);

@@ -26,6 +26,7 @@ void agent_config_default(struct agent_config *c)
         .control = xstrdup(AGENT_DEFAULT_CONTROL),
         .restore_on_exit = true,
         .cgroups = 10,
+        .device_interval_s = 10,
     };
 }
 
@@ -212,6 +213,10 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (!num(value, 0, 1000, &d) || d != floor(d))
             goto bad_range;
         p->c.cgroups = (unsigned)d;
+    } else if (streq(key, "device_interval")) {
+        if (!num(value, 0, 3600, &d))
+            goto bad_range;
+        p->c.device_interval_s = d;
     } else if (streq(key, "max_connections")) {
         if (!num(value, 1, 4096, &d) || d != floor(d))
             goto bad_range;

@@ -411,6 +411,41 @@ static int read_dynamic(struct host *h, enum host_dir d, const char *path, int d
     return r;
 }
 
+/* A moving file wanted at most every slow_ns: its last content while it
+ * is younger than that, else a read_dynamic() whose content is kept. A
+ * failed read keeps nothing (the next sample tries again). */
+static int read_slow(struct host *h, enum host_dir d, const char *path, int dfd, const char *rel,
+                     char **ret, size_t *ret_len)
+{
+    bool fresh;
+    struct cache_ent *e = cache_get(h->cache, CACHE_FD, d, path, &fresh);
+    uint64_t now = now_monotonic_ns();
+    if (e && e->read_ns && e->data && now - e->read_ns < h->cache->slow_ns) {
+        *ret = xmalloc(e->len + 1);
+        memcpy(*ret, e->data, e->len + 1);
+        if (ret_len)
+            *ret_len = e->len;
+        return 0;
+    }
+    size_t len = 0;
+    int r = read_dynamic(h, d, path, dfd, rel, ret, &len);
+    if (ret_len)
+        *ret_len = len;
+    e = cache_get(h->cache, CACHE_FD, d, path, &fresh); /* the table may have grown */
+    if (!e)
+        return r;
+    free(e->data);
+    e->data = NULL;
+    e->read_ns = 0;
+    if (r == 0) {
+        e->data = xmalloc(len + 1);
+        memcpy(e->data, *ret, len + 1);
+        e->len = len;
+        e->read_ns = now;
+    }
+    return r;
+}
+
 /* A fault stands in for the kernel: a kept file it makes fail as a
  * removed device's would (ENODEV) marks the cache stale, as the kernel's
  * answer does (a recorded tree's unlinked file stays readable). */
@@ -437,7 +472,7 @@ static int read_file(struct host *h, enum host_dir d, const char *path, int dfd,
 {
     struct host_fault *f = h->nfault ? fault_match(h->fault, h->nfault, d, path) : NULL;
     if (f && f->err) {
-        if (cache_on(h) && h->cache_mode == HOST_CACHE_DYNAMIC)
+        if (cache_on(h) && h->cache_mode != HOST_CACHE_STATIC)
             fault_gone(h, d, path, -f->err);
         return -f->err;
     }
@@ -451,6 +486,8 @@ static int read_file(struct host *h, enum host_dir d, const char *path, int dfd,
     }
     if (dfd < 0)
         return dfd;
+    if (cache_on(h) && h->cache_mode == HOST_CACHE_SLOW && h->cache->slow_ns)
+        return read_slow(h, d, path, dfd, rel, ret, ret_len);
     if (cache_on(h))
         return h->cache_mode == HOST_CACHE_STATIC
                    ? read_static(h, d, path, dfd, rel, ret, ret_len)
@@ -479,6 +516,12 @@ void host_cache_drop(struct host *h)
         return;
     cache_clear(h->cache);
     h->cache->since_ns = now_monotonic_ns();
+}
+
+void host_cache_slow(struct host *h, uint64_t max_age_ns)
+{
+    if (h->cache)
+        h->cache->slow_ns = max_age_ns;
 }
 
 bool host_cache_expire(struct host *h, uint64_t now_ns, uint64_t max_age_ns)
@@ -885,6 +928,9 @@ static void cache_written(struct host *h, enum host_dir d, const char *path)
     struct cache_ent *e = h->cache ? cache_get(h->cache, CACHE_CONTENT, d, path, &fresh) : NULL;
     if (e)
         e->refetch = true;
+    e = h->cache ? cache_get(h->cache, CACHE_FD, d, path, &fresh) : NULL;
+    if (e)
+        e->read_ns = 0; /* a slow file: read it again next time */
 }
 
 int host_write_raw(struct host *h, enum host_dir d, const char *path, const void *buf, size_t len)

@@ -41,6 +41,9 @@ enum host_cache_mode {
                          * listings, links and existence come from the cache */
     HOST_CACHE_DYNAMIC, /* moves: re-read now, through a file kept open
                          * (pread at 0) on a live root */
+    HOST_CACHE_SLOW,    /* moves, but is wanted at most every slow_ns
+                         * (host_cache_slow): read as DYNAMIC, then its
+                         * last content is given back until that age */
 };
 
 struct host {
@@ -191,6 +194,9 @@ void host_cache_enable(struct host *h, unsigned max_fds);
 enum host_cache_mode host_cache_mode(struct host *h, enum host_cache_mode mode);
 /* Forget everything cached and close the kept files (SIGHUP, hotplug). */
 void host_cache_drop(struct host *h);
+/* How old a HOST_CACHE_SLOW read may be (0, the default: as DYNAMIC).
+ * The agent sets it for device runtime PM on a live root (docs/agent.md). */
+void host_cache_slow(struct host *h, uint64_t max_age_ns);
 /* Drop when stale or older than MAX_AGE_NS; true when it dropped. */
 bool host_cache_expire(struct host *h, uint64_t now_ns, uint64_t max_age_ns);
 /* A sampler's own judgement that a value it read will not move until the

@@ -318,8 +318,10 @@ static enum dev_wakeup read_wakeup(struct host *h, struct sample *s, const char 
 
 static void read_power(struct host *h, struct sample *s, const char *pw, struct device_info *d);
 
-/* power/ moves (and `watt tune` moves control): read every sample, through
- * files kept open under the agent's cache; but a device whose runtime PM
+/* power/ moves (and `watt tune` moves control): read through files kept
+ * open under the agent's cache, at most every host_cache_slow() seconds
+ * (the agent: 10 s on a live root; its counters are cumulative, so a rate
+ * over a longer window stays exact); but a device whose runtime PM
  * is "unsupported" (no driver support: memory blocks, virtio, most
  * platform devices) stays so until its driver changes, so under the cache
  * its power/ is static after the first look (a rebind shows at the next
@@ -334,7 +336,7 @@ static void read_runtime_pm(struct host *h, struct sample *s, const char *dir,
     const char *known = host_cache_peek(h, HOST_SYS, path);
     bool unsupported = known && streq(known, "unsupported\n");
     enum host_cache_mode m =
-        host_cache_mode(h, unsupported ? HOST_CACHE_STATIC : HOST_CACHE_DYNAMIC);
+        host_cache_mode(h, unsupported ? HOST_CACHE_STATIC : HOST_CACHE_SLOW);
     read_power(h, s, pw, d);
     host_cache_mode(h, m);
     if (!unsupported && d->status == DEV_STATUS_UNSUPPORTED)
