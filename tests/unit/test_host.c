@@ -541,6 +541,41 @@ static void test_root_links(void **state)
     tree_free(root);
 }
 
+/* The agent's slow reads (device runtime PM): the last content while it is
+ * younger than the slow age, read anew after it, after a write of the
+ * host's own, and at once when the age is 0; a file gone is news. */
+static void test_cache_slow(void **state)
+{
+    char *root = tree_new();
+    tree_write(root, "sys/d/power/runtime_status", "active\n");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    host_cache_enable(h, 16);
+    host_cache_slow(h, 3600ull * 1000000000ull);
+    host_cache_mode(h, HOST_CACHE_SLOW);
+    char *text;
+    assert_int_equal(host_read_str(h, HOST_SYS, "d/power/runtime_status", &text), 0);
+    assert_string_equal(text, "active");
+    free(text);
+    tree_write(root, "sys/d/power/runtime_status", "suspended\n");
+    assert_int_equal(host_read_str(h, HOST_SYS, "d/power/runtime_status", &text), 0);
+    assert_string_equal(text, "active"); /* younger than the age: kept */
+    free(text);
+    assert_int_equal(host_write(h, HOST_SYS, "d/power/runtime_status", "suspended"), 0);
+    assert_int_equal(host_read_str(h, HOST_SYS, "d/power/runtime_status", &text), 0);
+    assert_string_equal(text, "suspended"); /* our own write: read anew */
+    free(text);
+    tree_write(root, "sys/d/power/runtime_status", "active\n");
+    host_cache_slow(h, 0); /* as DYNAMIC */
+    assert_int_equal(host_read_str(h, HOST_SYS, "d/power/runtime_status", &text), 0);
+    assert_string_equal(text, "active");
+    free(text);
+    host_cache_mode(h, HOST_CACHE_OFF);
+    host_close(h);
+    tree_free(root);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -556,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_magic_links),
         cmocka_unit_test(test_root_links),
         cmocka_unit_test(test_reads_while_renaming),
+        cmocka_unit_test(test_cache_slow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
