@@ -1,0 +1,136 @@
+/* bench_wakeload: a machine that wakes up RATE times a second.
+ *
+ *   bench_wakeload [RATE [SECONDS]]          (defaults 10000 and 10)
+ *
+ * Two threads share the wake-ups: a timer thread sleeps to the next
+ * deadline with clock_nanosleep (TIMER_ABSTIME, CLOCK_MONOTONIC; the
+ * hrtimer path) every 2/RATE s, and each time it wakes it writes one byte
+ * to a pipe on which the second thread blocks in read() (the sched_wakeup
+ * path, one task waking another). A timer that falls more than one period
+ * behind starts again from now instead of catching up in a burst, so the
+ * rate it reaches is the rate the machine gives it.
+ *
+ * It counts what really happened, not what it asked for: each thread's
+ * voluntary context switches (getrusage RUSAGE_THREAD, ru_nvcsw: every
+ * time it blocked, so every time it was woken) and the process's own CPU
+ * time, and prints one line of key=value pairs:
+ *
+ *   wakeload target=10000 seconds=10.00 timer=4980.1 pipe=4975.3
+ *   total=9955.4 cpu_ms_per_s=182.4
+ *
+ * (rates per second). bench/agent.py drives it; it is built only when
+ * asked (ninja -C build bench/bench_wakeload). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_bool stop;
+static int pipefd[2];
+static int64_t period_ns;
+
+struct counts {
+    long nvcsw; /* voluntary switches of the thread while it ran the load */
+};
+
+static int64_t now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec to_ts(int64_t ns)
+{
+    return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+}
+
+static long thread_nvcsw(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw;
+}
+
+static void *timer_thread(void *arg)
+{
+    struct counts *c = arg;
+    long v0 = thread_nvcsw();
+    int64_t next = now_ns(CLOCK_MONOTONIC) + period_ns;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        struct timespec ts = to_ts(next);
+        int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        if (r == EINTR)
+            continue;
+        if (write(pipefd[1], "w", 1) < 0 && errno != EAGAIN)
+            break;
+        next += period_ns;
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        if (now > next + period_ns)
+            next = now + period_ns;
+    }
+    c->nvcsw = thread_nvcsw() - v0;
+    (void)!write(pipefd[1], "q", 1); /* wake the reader for its last time */
+    return NULL;
+}
+
+static void *pipe_thread(void *arg)
+{
+    struct counts *c = arg;
+    long v0 = thread_nvcsw();
+    char buf[256];
+    for (;;) {
+        ssize_t n = read(pipefd[0], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || buf[n - 1] == 'q')
+            break;
+    }
+    c->nvcsw = thread_nvcsw() - v0;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    double rate = argc > 1 ? strtod(argv[1], NULL) : 10000;
+    double seconds = argc > 2 ? strtod(argv[2], NULL) : 10;
+    if (argc > 3 || !(rate >= 2 && rate <= 1e6) || !(seconds > 0 && seconds <= 86400)) {
+        fprintf(stderr, "usage: bench_wakeload [RATE 2..1000000 [SECONDS]]\n");
+        return 2;
+    }
+    period_ns = (int64_t)(2e9 / rate);
+    if (pipe(pipefd) < 0) {
+        perror("bench_wakeload: pipe");
+        return 1;
+    }
+    struct counts ct = {0}, cp = {0};
+    pthread_t tt, tp;
+    int64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+    if (pthread_create(&tp, NULL, pipe_thread, &cp) != 0 ||
+        pthread_create(&tt, NULL, timer_thread, &ct) != 0) {
+        fprintf(stderr, "bench_wakeload: cannot start threads\n");
+        return 1;
+    }
+    struct timespec end = to_ts(t0 + (int64_t)(seconds * 1e9));
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR)
+        ;
+    atomic_store(&stop, true);
+    pthread_join(tt, NULL);
+    pthread_join(tp, NULL);
+    double wall = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+    double cpu = (double)(now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1e9;
+    printf("wakeload target=%.0f seconds=%.2f timer=%.1f pipe=%.1f total=%.1f "
+           "cpu_ms_per_s=%.1f\n",
+           rate, wall, (double)ct.nvcsw / wall, (double)cp.nvcsw / wall,
+           (double)(ct.nvcsw + cp.nvcsw) / wall, cpu * 1e3 / wall);
+    return 0;
+}
