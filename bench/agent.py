@@ -537,7 +537,8 @@ def main():
     if wl:
         L.append(f"  load: bench_wakeload asked {wl.get('target', 0):.0f}/s, got "
                  f"{wl.get('total', 0):.0f}/s (timer {wl.get('timer', 0):.0f} + pipe "
-                 f"{wl.get('pipe', 0):.0f}; its own CPU {wl.get('cpu_ms_per_s', 0):.0f} ms/s)")
+                 f"{wl.get('pipe', 0):.0f}; its own CPU {wl.get('cpu_ms_per_s', 0):.0f} ms/s, "
+                 f"timer period at the end {wl.get('period_us', 0):.0f} us)")
     elif args.wake_rate > 0:
         L.append("  load: no bench_wakeload (see stderr), no load phase")
     L.append("")
