@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -211,6 +212,36 @@ def window(procs, seconds):
     return out
 
 
+def windows(procs, seconds, serial):
+    """window() over all of procs at once, or with serial, one agent at a
+    time (node_exporter beside the first) while the other agents are
+    stopped (SIGSTOP: they neither run nor wake); each group's window is
+    `seconds` long and opens 2 s after the others stopped. _ctxt_s is then
+    the mean over the groups."""
+    if not serial:
+        return window(procs, seconds)
+    agents = [p for p in procs if p.kind == "agent"]
+    rest = [p for p in procs if p.kind != "agent"]
+    groups = [[a] + (rest if i == 0 else []) for i, a in enumerate(agents)]
+    out, ctxt = {}, []
+    for g in groups:
+        others = [a for a in agents if a not in g]
+        for o in others:
+            os.kill(o.pid, signal.SIGSTOP)
+        try:
+            # the group was stopped during the last window: its backlog
+            # (a late sample, a full trace ring) is done before this one
+            time.sleep(2)
+            r = window(g, seconds)
+        finally:
+            for o in others:
+                os.kill(o.pid, signal.SIGCONT)
+        ctxt.append(r.pop("_ctxt_s"))
+        out.update(r)
+    out["_ctxt_s"] = sum(ctxt) / len(ctxt)
+    return out
+
+
 def per_scrape(p, n):
     """CPU ms per /metrics request, n requests back to back."""
     size = scrape(p.port)
@@ -317,7 +348,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: a few seconds per phase, 20 scrapes")
     ap.add_argument("--idle", type=float, default=None, help="idle window, s (20; quick 4)")
-    ap.add_argument("--scrapes", type=int, default=None, help="back-to-back scrapes (100; quick 20)")
+    ap.add_argument("--scrapes", type=int, default=None,
+                    help="back-to-back scrapes (100; quick 20)")
     ap.add_argument("--wake-rate", type=float, default=10000,
                     help="wake-ups/s bench_wakeload asks for (10000; 0: no load phase)")
     ap.add_argument("--wake-seconds", type=float, default=None,
@@ -331,6 +363,8 @@ def main():
                     help="configs run on each fixture: default and wakeups modes (default,off)")
     ap.add_argument("--modes", default=",".join(CANDIDATE_MODES),
                     help="wakeups modes to try (off,proc,trace,bpf,auto)")
+    ap.add_argument("--serial", action="store_true",
+                    help="idle and load windows one agent at a time, the others stopped")
     ap.add_argument("--self-check", action="store_true",
                     help="check the parsing and arithmetic on canned input; runs nothing")
     ap.add_argument("-o", "--out", default=None,
@@ -395,8 +429,8 @@ def main():
         dflt = live[0]
 
         # --- idle -----------------------------------------------------
-        log(f"idle window, {idle:g} s")
-        w_idle = window(measured, idle)
+        log(f"idle window, {idle:g} s" + (" per agent" if args.serial else ""))
+        w_idle = windows(measured, idle, args.serial)
         # --- scrapes --------------------------------------------------
         log(f"{nscr} scrapes of each exporter")
         for p in measured:
@@ -406,12 +440,14 @@ def main():
         if args.wake_rate > 0 and wake_s > 0:
             exe = build_helper(builddir, "bench/bench_wakeload")
             if exe:
-                log(f"load window: {args.wake_rate:g} wake-ups/s for {wake_s:g} s")
-                h = subprocess.Popen([exe, f"{args.wake_rate:g}", f"{wake_s + 2:g}"],
+                log(f"load window: {args.wake_rate:g} wake-ups/s for {wake_s:g} s"
+                    + (" per agent" if args.serial else ""))
+                span = (wake_s + 2.5) * (len(live) if args.serial else 1) + 2
+                h = subprocess.Popen([exe, f"{args.wake_rate:g}", f"{span:g}"],
                                      stdout=subprocess.PIPE, text=True)
                 time.sleep(1)
-                w_load = window(measured, wake_s)
-                line = h.communicate(timeout=wake_s + 30)[0]
+                w_load = windows(measured, wake_s, args.serial)
+                line = h.communicate(timeout=span + 30)[0]
                 wl = parse_wakeload(line)
         # --- wrk against the default agent ----------------------------
         wrk = None
@@ -493,8 +529,10 @@ def main():
     L.append(f"load avg  1-min {la0:.2f} at the start, {la_mid:.2f} after the live phases, "
              f"{la1:.2f} at the end")
     L.append(f"binary    {watt}: {describe(watt)}")
-    L.append(f"method    all exporters at once; idle {idle:g} s, {nscr} scrapes back to back each, "
-             f"load {wake_s:g} s; CPU = /proc/PID/task/*/schedstat of all threads")
+    L.append(f"method    " + ("one agent at a time (the others SIGSTOPped), node_exporter beside the "
+                              "default; " if args.serial else "all exporters at once; ")
+             + f"idle {idle:g} s, {nscr} scrapes back to back each, load {wake_s:g} s; "
+             "CPU = /proc/PID/task/*/schedstat of all threads")
     L.append("")
     L.append("wakeups modes: " + ", ".join(
         f"{a.name.split('=', 1)[-1]} "
