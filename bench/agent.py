@@ -328,6 +328,55 @@ def fixture_roots(dirs):
     return out
 
 
+def measure_fixtures(watt, work, batch, seconds):
+    """Agents on fixture roots, all of batch at once: CPU per sample from
+    the agent's own counters, both read from the same snapshot."""
+    rows, refused = [], []
+    fprocs = []
+    try:
+        for name, root, m in batch:
+            fp = start_agent(watt, f"{name}/{m}", work, root=root,
+                             mode=None if m == "default" else m)
+            fp.fixture, fp.mode = name, m
+            fprocs.append(fp)
+        up = []
+        for fp in fprocs:
+            if fp.wait_up(30):
+                up.append(fp)
+            else:
+                refused.append((fp.name, fp.refused))
+        # two samples in each before the window opens (the first pays for
+        # start-up, and rates need two)
+        end = time.time() + 30
+        while time.time() < end and any(
+                sum_series(fp.metrics(), "watt_agent_samples_total") < 2 for fp in up):
+            time.sleep(0.2)
+        for fp in up:
+            try:
+                fp.cpus = int(fp.status()["host"]["online_cpus"])
+            except (OSError, KeyError, ValueError, TypeError):
+                fp.cpus = None
+        w = window(up, seconds) if up else {}
+        for fp in up:
+            r = w[fp.name]
+            m0, m1 = r["m0"], r["m1"]
+            n = (sum_series(m1, "watt_agent_samples_total")
+                 - sum_series(m0, "watt_agent_samples_total"))
+            cpu = (sum_series(m1, "watt_agent_cpu_seconds_total")
+                   - sum_series(m0, "watt_agent_cpu_seconds_total"))
+            rows.append({
+                "fixture": fp.fixture, "mode": fp.mode, "cpus": fp.cpus, "samples": n,
+                "ms_sample": cpu * 1e3 / n if n > 0 else None,
+                "wall_ms": sum_series(m1, "watt_agent_sample_duration_seconds") * 1e3,
+                "cpu_ms_s": r["cpu_ms_s"], "rss_mb": r["rss_mb"],
+                "samplers": samplers(m0, m1),
+            })
+    finally:
+        for fp in fprocs:
+            fp.stop()
+    return rows, refused
+
+
 def describe(watt):
     tree = os.path.dirname(os.path.dirname(os.path.abspath(watt)))
     r = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"],
@@ -359,8 +408,11 @@ def main():
                     help="window per fixture, s (10; quick 3)")
     ap.add_argument("--fixtures", default=None,
                     help="folders holding fixture trees, comma-separated (BUILD/tests/fixtures)")
-    ap.add_argument("--fixture-modes", default="default,off",
-                    help="configs run on each fixture: default and wakeups modes (default,off)")
+    ap.add_argument("--fixture-modes", default=None,
+                    help="configs run on each fixture: default and wakeups modes "
+                    "(default,off; quick: default)")
+    ap.add_argument("--fixtures-parallel", action="store_true",
+                    help="all fixture agents at once (faster, noisier)")
     ap.add_argument("--modes", default=",".join(CANDIDATE_MODES),
                     help="wakeups modes to try (off,proc,trace,bpf,auto)")
     ap.add_argument("--serial", action="store_true",
@@ -469,53 +521,19 @@ def main():
     # --- fixtures: cost of one sample against CPUs -------------------------
     roots = fixture_roots(fixdirs)
     fx_rows, fx_refused = [], []
-    fmodes = [m for m in args.fixture_modes.split(",") if m]
+    fmodes = [m for m in (args.fixture_modes or ("default" if q else "default,off")).split(",")
+              if m]
+    fmodes = [m for m in fmodes
+              if m == "default" or m in [a.name.split("=", 1)[-1] for a in live]]
     if roots and fmodes and fix_s > 0:
-        log(f"fixtures: {', '.join(n for n, _ in roots)}, {fix_s:g} s each, all at once")
-        fprocs = []
-        try:
-            for name, root in roots:
-                for m in fmodes:
-                    if m != "default" and m not in [a.name.split("=", 1)[-1] for a in live]:
-                        continue
-                    fp = start_agent(watt, f"{name}/{m}", work, root=root,
-                                     mode=None if m == "default" else m)
-                    fp.fixture, fp.mode = name, m
-                    fprocs.append(fp)
-            up = []
-            for fp in fprocs:
-                if fp.wait_up(30):
-                    up.append(fp)
-                else:
-                    fx_refused.append((fp.name, fp.refused))
-            # two samples in each before the window opens
-            end = time.time() + 30
-            while time.time() < end and any(
-                    sum_series(fp.metrics(), "watt_agent_samples_total") < 2 for fp in up):
-                time.sleep(0.2)
-            for fp in up:
-                try:
-                    fp.cpus = int(fp.status()["host"]["online_cpus"])
-                except (OSError, KeyError, ValueError, TypeError):
-                    fp.cpus = None
-            w_fx = window(up, fix_s)
-            for fp in up:
-                r = w_fx[fp.name]
-                m0, m1 = r["m0"], r["m1"]
-                n = (sum_series(m1, "watt_agent_samples_total")
-                     - sum_series(m0, "watt_agent_samples_total"))
-                cpu = (sum_series(m1, "watt_agent_cpu_seconds_total")
-                       - sum_series(m0, "watt_agent_cpu_seconds_total"))
-                fx_rows.append({
-                    "fixture": fp.fixture, "mode": fp.mode, "cpus": fp.cpus, "samples": n,
-                    "ms_sample": cpu * 1e3 / n if n > 0 else None,
-                    "wall_ms": sum_series(m1, "watt_agent_sample_duration_seconds") * 1e3,
-                    "cpu_ms_s": r["cpu_ms_s"], "rss_mb": r["rss_mb"],
-                    "samplers": samplers(m0, m1),
-                })
-        finally:
-            for fp in fprocs:
-                fp.stop()
+        log(f"fixtures: {', '.join(n for n, _ in roots)} x {', '.join(fmodes)}, "
+            f"{fix_s:g} s each, " + ("all at once" if args.fixtures_parallel else "one at a time"))
+        todo = [(name, root, m) for name, root in roots for m in fmodes]
+        batches = [todo] if args.fixtures_parallel else [[t] for t in todo]
+        for batch in batches:
+            rows, refused_fx = measure_fixtures(watt, work, batch, fix_s)
+            fx_rows += rows
+            fx_refused += refused_fx
     la1 = loadavg()
     shutil.rmtree(work, ignore_errors=True)
 
@@ -608,7 +626,8 @@ def main():
 
     # fixtures
     if fx_rows:
-        L.append("one sample on fixture trees (--root, --interval 1, all at once): "
+        L.append("one sample on fixture trees (--root, --interval 1, "
+                 + ("all at once" if args.fixtures_parallel else "one at a time") + "): "
                  "ms CPU per sample = delta watt_agent_cpu_seconds_total / delta "
                  "watt_agent_samples_total")
         L.append(f"  {'fixture':<14} {'config':<12} {'CPUs':>5} {'samples':>7} "
