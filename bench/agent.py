@@ -2,7 +2,8 @@
 """What `watt agent` costs in all, beside prometheus-node-exporter, in one run.
 
 Every exporter runs on this machine's real /sys and /proc, on 127.0.0.1, and
-all of them run at once, so each phase measures them in the same window.
+all of them run at once, so each phase measures them in the same window
+(--serial: one agent at a time, the others stopped).
 Figures, not a test (bench/README.md); it prints each goal and a verdict.
 
   modes     which `wakeups` modes the binary accepts: off, proc, trace, and
@@ -25,9 +26,9 @@ Figures, not a test (bench/README.md); it prints each goal and a verdict.
   wrk       64 connections for --wrk seconds against the default agent's
             /metrics: requests/s, p99 latency, errors, RSS before and after;
   fixtures  `watt agent --root FIX --interval 1` on every fixture tree the
-            agent accepts: CPU per sample (watt_agent_cpu_seconds_total over
-            watt_agent_samples_total) against the number of online CPUs, and
-            the least-squares slope.
+            agent accepts, one at a time: CPU per sample
+            (watt_agent_cpu_seconds_total over watt_agent_samples_total)
+            against the number of online CPUs, and the least-squares slope.
 """
 import argparse
 import glob
