@@ -252,6 +252,16 @@ def per_scrape(p, n):
     return (oncpu_ns(p.pid) - c0) / 1e6 / n, size
 
 
+def per_sample_ms(m0, m1):
+    """The agent's CPU ms per sample between two snapshots, or None."""
+    if not m0 or not m1:
+        return None
+    n = sum_series(m1, "watt_agent_samples_total") - sum_series(m0, "watt_agent_samples_total")
+    cpu = (sum_series(m1, "watt_agent_cpu_seconds_total")
+           - sum_series(m0, "watt_agent_cpu_seconds_total"))
+    return cpu * 1e3 / n if n > 0 else None
+
+
 def samplers(m0, m1):
     """ms per sample of each sampler between two snapshots, or None."""
     fams = [k for k in m1 if re.match(r"watt_agent_sampler\w*_seconds_total$", k)]
@@ -363,11 +373,9 @@ def measure_fixtures(watt, work, batch, seconds):
             m0, m1 = r["m0"], r["m1"]
             n = (sum_series(m1, "watt_agent_samples_total")
                  - sum_series(m0, "watt_agent_samples_total"))
-            cpu = (sum_series(m1, "watt_agent_cpu_seconds_total")
-                   - sum_series(m0, "watt_agent_cpu_seconds_total"))
             rows.append({
                 "fixture": fp.fixture, "mode": fp.mode, "cpus": fp.cpus, "samples": n,
-                "ms_sample": cpu * 1e3 / n if n > 0 else None,
+                "ms_sample": per_sample_ms(m0, m1),
                 "wall_ms": sum_series(m1, "watt_agent_sample_duration_seconds") * 1e3,
                 "cpu_ms_s": r["cpu_ms_s"], "rss_mb": r["rss_mb"],
                 "samplers": samplers(m0, m1),
@@ -572,7 +580,8 @@ def main():
     L.append("")
 
     # idle and totals
-    hdr = (f"{'exporter':<16} {'idle ms/s':>9} {'wakeups/s':>9} {'RSS MB':>6} {'anon':>5} "
+    hdr = (f"{'exporter':<16} {'idle ms/s':>9} {'ms/sample':>9} {'wakeups/s':>9} "
+           f"{'RSS MB':>6} {'anon':>5} "
            f"{'ms/scrape':>9} {'bytes':>7} " + " ".join(
                f"{'tot@' + str(s) + 's':>8}" for s in SCRAPE_INTERVALS))
     if w_load:
@@ -582,8 +591,10 @@ def main():
     for p in measured:
         r = w_idle[p.name]
         tot[p.name] = {s: r["cpu_ms_s"] + p.res["scrape_ms"] / s for s in SCRAPE_INTERVALS}
-        row = (f"{p.name:<16} {r['cpu_ms_s']:>9.3f} {r['wakeups_s']:>9.2f} {r['rss_mb']:>6.1f} "
-               f"{r['anon_mb']:>5.1f} "
+        ps = per_sample_ms(r["m0"], r["m1"])
+        row = (f"{p.name:<16} {r['cpu_ms_s']:>9.3f} "
+               + (f"{ps:>9.3f}" if ps is not None else f"{'-':>9}")
+               + f" {r['wakeups_s']:>9.2f} {r['rss_mb']:>6.1f} {r['anon_mb']:>5.1f} "
                f"{p.res['scrape_ms']:>9.3f} {p.res['bytes']:>7} " + " ".join(
                    f"{tot[p.name][s]:>8.3f}" for s in SCRAPE_INTERVALS))
         if w_load:
@@ -592,6 +603,8 @@ def main():
         L.append(row)
     L.append("  tot@Ns = idle ms/s + ms/scrape / N: the process's whole CPU per second when "
              "scraped every N s (ms of CPU per s; 10 ms/s = 1 % of a CPU)")
+    L.append("  ms/sample: the agent's own CPU (watt_agent_cpu_seconds_total) over its samples "
+             "in the idle window")
     L.append("  RSS MB: VmRSS; anon: its anonymous part (RssAnon), without the shared libraries' "
              "pages")
     L.append(f"  machine context switches/s (/proc/stat ctxt): idle {w_idle['_ctxt_s']:.0f}"
@@ -725,6 +738,12 @@ def self_check():
     m0 = parse_prometheus(text.replace(" 12\n", " 2\n").replace(" 0.5\n", " 0.1\n"))
     s, n = samplers(m0, m)
     assert n == 10 and abs(s["cpustat"] - 40.0) < 1e-9 and s['a "q", b'] == 0.0, s
+    m1 = parse_prometheus("watt_agent_samples_total 12\nwatt_agent_cpu_seconds_total 1.5\n")
+    m0 = parse_prometheus("watt_agent_samples_total 2\nwatt_agent_cpu_seconds_total 0.5\n")
+    assert abs(per_sample_ms(m0, m1) - 100.0) < 1e-9 and per_sample_ms(None, m1) is None
+    m1 = parse_prometheus("watt_agent_samples_total 12\nwatt_agent_cpu_seconds_total 1.5\n")
+    m0 = parse_prometheus("watt_agent_samples_total 2\nwatt_agent_cpu_seconds_total 0.5\n")
+    assert abs(per_sample_ms(m0, m1) - 100.0) < 1e-9 and per_sample_ms(None, m1) is None
     a, b, r2 = fit_line([(4, 1.0), (40, 2.8), (376, 19.6)])
     assert abs(a - 0.8) < 1e-9 and abs(b - 0.05) < 1e-9 and abs(r2 - 1) < 1e-9, (a, b, r2)
     wl = parse_wakeload("wakeload target=10000 seconds=5.00 timer=4538.9 pipe=4488.7 "
