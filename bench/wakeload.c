@@ -11,7 +11,7 @@
  * when the next sleep starts, and a sleep to a past deadline is no
  * wake-up). A timer that falls more than one period behind starts again
  * from now instead of catching up in a burst, and every quarter second
- * the period is steered by the wake-ups counted so far (it shrinks where
+ * the period is steered by both threads' voluntary switches (it shrinks where
  * the machine gives fewer than asked, down to 2 us; it never grows past
  * 4x 2/RATE s), so a machine that can reach RATE does.
  *
@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 static atomic_bool stop;
-static atomic_long pipe_reads; /* reads that returned data: the reader's wake-ups, at most */
+static atomic_long pipe_nvcsw; /* the reader's voluntary switches so far, every 16 reads */
 static int pipefd[2];
 static double rate;
 static int64_t period_ns;
@@ -96,7 +96,7 @@ static void *timer_thread(void *arg)
         if (now > next + period_ns)
             next = now + period_ns;
         if (now - q_t >= 250000000) { /* a quarter second: steer the period */
-            long t = thread_nvcsw(), pr = atomic_load(&pipe_reads);
+            long t = thread_nvcsw(), pr = atomic_load(&pipe_nvcsw);
             double got = (double)(t - q_timer + pr - q_pipe) * 1e9 / (double)(now - q_t);
             double f = got / rate;
             f = f < 0.5 ? 0.5 : f > 2 ? 2 : f;
@@ -116,7 +116,7 @@ static void *timer_thread(void *arg)
 static void *pipe_thread(void *arg)
 {
     struct counts *c = arg;
-    long v0 = thread_nvcsw();
+    long v0 = thread_nvcsw(), reads = 0;
     char buf[256];
     for (;;) {
         ssize_t n = read(pipefd[0], buf, sizeof(buf));
@@ -124,7 +124,8 @@ static void *pipe_thread(void *arg)
             continue;
         if (n <= 0 || buf[n - 1] == 'q')
             break;
-        atomic_fetch_add_explicit(&pipe_reads, 1, memory_order_relaxed);
+        if (++reads % 16 == 0)
+            atomic_store_explicit(&pipe_nvcsw, thread_nvcsw() - v0, memory_order_relaxed);
     }
     c->nvcsw = thread_nvcsw() - v0;
     return NULL;
