@@ -12,8 +12,9 @@
  * wake-up). A timer that falls more than one period behind starts again
  * from now instead of catching up in a burst, and every quarter second
  * the period is steered by both threads' voluntary switches (it shrinks where
- * the machine gives fewer than asked, down to 2 us; it never grows past
- * 4x 2/RATE s), so a machine that can reach RATE does.
+ * the machine gives fewer than asked, and stays within 1/4 and 4x of
+ * 2/RATE s, so that a starved machine is not made to spin), so a machine
+ * that can reach RATE does.
  *
  * It counts what really happened, not what it asked for: each thread's
  * voluntary context switches (getrusage RUSAGE_THREAD, ru_nvcsw: every
@@ -81,7 +82,7 @@ static void *timer_thread(void *arg)
     /* where the machine gives fewer wake-ups than asked (a deadline already
      * past when the sleep starts sleeps not at all), the period shrinks
      * until the wake-ups counted reach RATE; it never grows past 4x */
-    const int64_t max_period = 4 * period_ns;
+    const int64_t max_period = 4 * period_ns, min_period = period_ns / 4;
     int64_t q_t = now_ns(CLOCK_MONOTONIC);
     long q_timer = v0, q_pipe = 0;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
@@ -101,8 +102,8 @@ static void *timer_thread(void *arg)
             double f = got / rate;
             f = f < 0.5 ? 0.5 : f > 2 ? 2 : f;
             period_ns = (int64_t)((double)period_ns * f);
-            if (period_ns < 2000)
-                period_ns = 2000;
+            if (period_ns < min_period)
+                period_ns = min_period;
             if (period_ns > max_period)
                 period_ns = max_period;
             q_t = now, q_timer = t, q_pipe = pr;
