@@ -286,6 +286,10 @@ def wakeup_source(m):
             on = [", ".join(f"{k}={v}" for k, v in labels) for labels, v in series.items() if v]
             if on:
                 return f"{fam}{{{'; '.join(on)}}}"
+    for labels in m.get("watt_agent_sampler_info", {}):
+        d = dict(labels)
+        if d.get("sampler") == "wakeups" and d.get("path"):
+            return f"{d['path']} (watt_agent_sampler_info{{sampler=wakeups}})"
     return None
 
 
@@ -566,13 +570,13 @@ def main():
         + ("(default config)" if a.name == "default" else "accepted") for a in live))
     for a in live:
         if a.source:
-            src = "wake-ups from " + a.source
+            src = "wake-ups: " + a.source
         elif not a.traced:
-            src = "no wake-up accounting (no watt_wakeups_traced)"
+            src = "wake-ups: none counted (no watt_wakeups_traced)"
         elif next(iter(a.traced.values())) >= 1:
-            src = "wake-ups from tracepoints (watt_wakeups_traced 1)"
+            src = "wake-ups: tracepoints (watt_wakeups_traced 1)"
         else:
-            src = "wake-ups from /proc (watt_wakeups_traced 0)"
+            src = "wake-ups: /proc (watt_wakeups_traced 0)"
         note = "; ".join(a.notes)
         L.append(f"  {a.name:<15} {src}{'; stderr: ' + note if note else ''}")
     for a in refused:
@@ -628,10 +632,14 @@ def main():
         cols = [(n, s) for n, s in cols if s]
         L.append("default agent, ms of CPU per sample by sampler "
                  "(watt_agent_sampler_seconds_total / watt_agent_samples_total):")
-        L.append(f"  {'sampler':<20} " + " ".join(f"{n:>9}" for n, _ in cols))
+        paths = {dict(lab).get("sampler"): dict(lab).get("path", "")
+                 for lab in (w_idle[dflt.name]["m1"] or {}).get("watt_agent_sampler_info", {})}
+        L.append(f"  {'sampler':<20} " + " ".join(f"{n:>9}" for n, _ in cols)
+                 + ("  how it reads (watt_agent_sampler_info)" if paths else ""))
         for k in sm_idle[0]:
             L.append(f"  {k:<20} " + " ".join(
-                f"{s[0].get(k, float('nan')):>9.3f}" for _, s in cols))
+                f"{s[0].get(k, float('nan')):>9.3f}" for _, s in cols)
+                + (f"  {paths.get(k, '')}" if paths else ""))
         L.append(f"  {'(sum)':<20} " + " ".join(f"{sum(s[0].values()):>9.3f}" for _, s in cols))
     else:
         L.append("per-sampler costs: not exported by this binary "
@@ -754,6 +762,8 @@ def self_check():
                                           'watt_wakeups_source{source="trace"} 0\n')) \
         == "watt_wakeups_source{source=bpf}"
     assert wakeup_source(m) is None
+    assert wakeup_source(parse_prometheus(
+        'watt_agent_sampler_info{sampler="wakeups",path="bpf"} 1\n')).startswith("bpf ")
     print("agent.py: self-check ok")
     return 0
 
