@@ -45,8 +45,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import (fit_line, loadavg, parse_prometheus, proc_ctxt, sum_series,  # noqa: E402
-                       verdict)
+from benchutil import (cpu_jiffies, fit_line, loadavg, parse_prometheus,  # noqa: E402
+                       proc_ctxt, shares, sum_series, verdict)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -193,11 +193,11 @@ def window(procs, seconds):
     just after the window, so the scrapes' CPU and wake-ups stay out of it."""
     m0 = {p.name: p.metrics() for p in procs if p.kind == "agent"}
     time.sleep(0.2)  # the scrape's connection closes before the window opens
-    c0 = proc_ctxt()
+    c0, j0 = proc_ctxt(), cpu_jiffies()
     a = {p.name: p.snap() for p in procs}
     time.sleep(seconds)
     b = {p.name: p.snap() for p in procs}
-    c1 = proc_ctxt()
+    c1, j1 = proc_ctxt(), cpu_jiffies()
     m1 = {p.name: p.metrics() for p in procs if p.kind == "agent"}
     out = {}
     for p in procs:
@@ -210,6 +210,7 @@ def window(procs, seconds):
             "m0": m0.get(p.name), "m1": m1.get(p.name),
         }
     out["_ctxt_s"] = (c1[1] - c0[1]) / (c1[0] - c0[0])
+    out["_busy"] = shares(j0, j1)[0]
     return out
 
 
@@ -237,9 +238,10 @@ def windows(procs, seconds, serial):
         finally:
             for o in others:
                 os.kill(o.pid, signal.SIGCONT)
-        ctxt.append(r.pop("_ctxt_s"))
+        ctxt.append((r.pop("_ctxt_s"), r.pop("_busy")))
         out.update(r)
-    out["_ctxt_s"] = sum(ctxt) / len(ctxt)
+    out["_ctxt_s"] = sum(c for c, _ in ctxt) / len(ctxt)
+    out["_busy"] = sum(b for _, b in ctxt) / len(ctxt)
     return out
 
 
@@ -454,7 +456,7 @@ def main():
         os.path.join(builddir, "tests", "fixtures")]
     work = tempfile.mkdtemp(prefix="watt-bench-agent-")
     t_start = time.monotonic()
-    la0 = loadavg()
+    la0, j0 = loadavg(), cpu_jiffies()
     ne_bin = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
     L = []  # the report
@@ -529,7 +531,7 @@ def main():
     finally:
         for p in procs:
             p.stop()
-    la_mid = loadavg()
+    la_mid, j_mid = loadavg(), cpu_jiffies()
 
     # --- fixtures: cost of one sample against CPUs -------------------------
     roots = fixture_roots(fixdirs)
@@ -559,6 +561,9 @@ def main():
              "figures vary +-30 %")
     L.append(f"load avg  1-min {la0:.2f} at the start, {la_mid:.2f} after the live phases, "
              f"{la1:.2f} at the end")
+    busy, steal = shares(j0, j_mid)
+    L.append(f"machine   busy {w_idle['_busy']:.0f} % of all CPU time in the idle window; "
+             f"{busy:.0f} % busy and {steal:.1f} % stolen over the live phases (/proc/stat)")
     L.append(f"binary    {watt}: {describe(watt)}")
     L.append(f"method    " + ("one agent at a time (the others SIGSTOPped), node_exporter beside the "
                               "default; " if args.serial else "all exporters at once; ")

@@ -83,3 +83,24 @@ def proc_ctxt():
 def verdict(goal, figure, ok):
     """One goal line: the goal, the figure, met or MISSED."""
     return f"{goal}: {figure}: {'met' if ok else 'MISSED'}"
+
+
+def cpu_jiffies():
+    """(busy, steal, total) jiffies of all CPUs from /proc/stat's first line;
+    busy is everything but idle, iowait and steal."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0, 0, 0
+    v += [0] * (8 - len(v))
+    total = sum(v)
+    return total - v[3] - v[4] - v[7], v[7], total
+
+
+def shares(j0, j1):
+    """(busy %, steal %) of all CPU time between two cpu_jiffies()."""
+    dt = j1[2] - j0[2]
+    if dt <= 0:
+        return 0.0, 0.0
+    return 100 * (j1[0] - j0[0]) / dt, 100 * (j1[1] - j0[1]) / dt
