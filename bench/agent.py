@@ -365,15 +365,21 @@ def measure_fixtures(watt, work, batch, seconds):
         # two samples in each before the window opens (the first pays for
         # start-up, and rates need two)
         end = time.time() + 30
-        while time.time() < end and any(
-                sum_series(fp.metrics(), "watt_agent_samples_total") < 2 for fp in up):
-            time.sleep(0.2)
-        for fp in up:
-            try:
-                fp.cpus = int(fp.status()["host"]["online_cpus"])
-            except (OSError, KeyError, ValueError, TypeError):
-                fp.cpus = None
-        w = window(up, seconds) if up else {}
+        try:
+            while time.time() < end and any(
+                    sum_series(fp.metrics(), "watt_agent_samples_total") < 2 for fp in up):
+                time.sleep(0.2)
+            for fp in up:
+                try:
+                    fp.cpus = int(fp.status()["host"]["online_cpus"])
+                except (KeyError, ValueError, TypeError):
+                    fp.cpus = None
+            w = window(up, seconds) if up else {}
+        except OSError as e:  # an agent died or stopped answering
+            dead = [fp for fp in up if fp.p.poll() is not None]
+            why = "; ".join(f"{fp.name} exited {fp.p.returncode}: "
+                            + (fp.stderr().strip().splitlines() or [""])[-1] for fp in dead)
+            return rows, refused + [(", ".join(fp.name for fp in up), why or str(e))]
         for fp in up:
             r = w[fp.name]
             m0, m1 = r["m0"], r["m1"]
