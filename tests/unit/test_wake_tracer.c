@@ -184,12 +184,16 @@ static bool timerfd_200hz_once(struct live *l)
     /* without kallsyms the timer stays "0x..." and the idle exits are the timer's */
     if (!wake_tracer_note(l->t)) {
         const struct wake_entry *tm = find(&w, WAKE_HRTIMER, -1, "timerfd_tmrproc");
-        assert_non_null(tm);
         /* every expiry woke the ticker: idle exits it caused are the
          * ticker's (how many depends on how idle the machine is); a cycle
          * where something else came between the timer and the wake-up
-         * (seen under ASan in CI: a few in 200) keeps the timer's blame */
-        assert_true(tm->idle_wakeups * 10 <= e->idle_wakeups + 20);
+         * (seen under ASan in CI: a few in 200) keeps the timer's blame.
+         * On a machine with no idle CPU (a loaded CI run) a timer that only
+         * woke the ticker is blamed for nothing and has no row. */
+        if (tm)
+            assert_true(tm->idle_wakeups * 10 <= e->idle_wakeups + 20);
+        else
+            assert_true(e->idle_wakeups <= 20);
     }
     uint64_t sum = 0;
     for (unsigned i = 0; i < w.ncpus; i++)
