@@ -53,6 +53,13 @@ struct agent {
     struct sense *sense;
     struct power_model model;
     struct sample *prev;
+    /* device_interval on a live root: device runtime PM is read afresh
+     * only every so often (host_cache_slow); dev_before is the fresh read
+     * before the last one (owned), which samples between two fresh reads
+     * are judged against; dev_steal: the view's older sample holds it. */
+    uint64_t dev_fresh_ns;
+    struct devices_sample *dev_before;
+    bool dev_steal;
     struct agent_energy *energy;
     struct agent_attrib *attrib; /* wake-ups and energy per cgroup; NULL: off */
     bool is_vm;                  /* the first sample's /proc/cpuinfo said so */
@@ -321,10 +328,25 @@ static void snapshot_fill(struct agent *a, struct snapshot *s, int doc)
 
 /* Take a sample and replace the snapshot. A failed sample keeps the old
  * snapshot (and says so on stderr). */
+static void devices_drop(struct devices_sample *ds)
+{
+    struct sample s = {.devices = ds};
+    if (ds)
+        sampler_table[SAMPLER_DEVICES]->free_sample(&s);
+}
+
 static void take_sample(struct agent *a)
 {
     uint64_t t0 = now_monotonic_ns();
     struct sample *b = NULL;
+    /* Device runtime PM afresh every device_interval on a live root (its
+     * times are cumulative: rates stay exact), else its last read. */
+    double every = a->cfg.device_interval_s >= 0 ? a->cfg.device_interval_s : a->h->live ? 10 : 0;
+    bool slow = every > 0;
+    bool fresh = !slow || !a->dev_fresh_ns ||
+                 (double)(t0 - a->dev_fresh_ns) / 1e9 >= every - a->cfg.interval_s / 2;
+    if (slow)
+        host_cache_slow(a->h, fresh ? 1 : UINT64_MAX);
     if (sense_sample(a->sense, &b) < 0 || !b) {
         fprintf(stderr, "watt agent: sampling failed; keeping the last snapshot\n");
         return;
@@ -339,6 +361,12 @@ static void take_sample(struct agent *a)
     snapshot_unref(a->snap);
     a->snap = NULL;
     struct view *v = &view_of_agent;
+    if (a->dev_steal && v->valid && v->older) { /* it holds the fresh read before */
+        devices_drop(a->dev_before);
+        a->dev_before = v->older->devices;
+        v->older->devices = NULL;
+    }
+    a->dev_steal = false;
     view_clear(v);
     v->valid = true;
     v->older = a->prev;
@@ -355,6 +383,13 @@ static void take_sample(struct agent *a)
     };
     if (!a->prev) /* a single sample: report's convention is a = it, b = NULL */
         v->c.a = b;
+    if (slow && fresh) {
+        a->dev_fresh_ns = t0;
+        a->dev_steal = a->prev != NULL; /* a->prev holds the read before this */
+    } else if (slow) {
+        v->c.dev_prev_set = true;
+        v->c.dev_prev = a->dev_before;
+    }
     uint64_t t1 = thread_cpu_ns();
     report_power_build(&v->c, &a->model, &v->ps);
     v->c.power = &v->ps;
@@ -670,11 +705,6 @@ static void enable_read_cache(struct agent *a)
             budget = CACHE_FDS;
     }
     sense_cache(a->sense, budget);
-    /* Device runtime PM on a live root at most every device_interval: its
-     * times are cumulative, so rates stay exact; a recorded tree's files
-     * are read each sample (tests change them between two). */
-    if (a->h->live)
-        host_cache_slow(a->h, (uint64_t)(a->cfg.device_interval_s * 1e9));
 }
 
 static int start_http(struct agent *a)
@@ -795,8 +825,6 @@ static void reload_config(struct agent *a)
     a->cfg.profile = c.profile ? xstrdup(c.profile) : NULL;
     a->cfg.restore_on_exit = c.restore_on_exit;
     a->cfg.device_interval_s = c.device_interval_s;
-    if (a->h->live)
-        host_cache_slow(a->h, (uint64_t)(c.device_interval_s * 1e9));
     agent_config_free(&c);
     if (load_model(a) < 0)
         model_default(&a->model);
@@ -975,6 +1003,7 @@ static void agent_close(struct agent *a)
     snapshot_unref(a->snap);
     view_clear(&view_of_agent);
     sample_free(a->prev);
+    devices_drop(a->dev_before);
     agent_energy_free(a->energy);
     agent_attrib_free(a->attrib);
     if (a->sense)

@@ -47,8 +47,9 @@ struct agent_config {
     /* wake-ups and energy per cgroup (docs/agent-metrics.md): */
     enum agent_wakeups_mode wakeups; /* auto (default), bpf, trace, proc or off */
     unsigned cgroups;                /* cgroups with series of their own (10) */
-    double device_interval_s;        /* device runtime PM read at most this often
-                                        on a live root (10; 0: every sample) */
+    double device_interval_s;        /* device runtime PM read afresh this often
+                                        (0: every sample; < 0, the default: 10 s
+                                        on a live root, 0 on a recorded one) */
     /* the metrics `watt fleet run --metrics FILE` writes, served with ours
      * (text format); NULL: none */
     char *fleet_metrics;

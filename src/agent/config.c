@@ -26,7 +26,7 @@ void agent_config_default(struct agent_config *c)
         .control = xstrdup(AGENT_DEFAULT_CONTROL),
         .restore_on_exit = true,
         .cgroups = 10,
-        .device_interval_s = 10,
+        .device_interval_s = -1, /* 10 on a live root, 0 on a recorded one */
     };
 }
 

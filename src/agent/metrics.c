@@ -693,7 +693,7 @@ static void render_devices(struct mw *w, const struct report_ctx *c)
     struct device_candidate *v = NULL;
     /* the policy of watt report and watt tune: built-in rules plus
      * CONFDIR/devices.conf, so the safe set is what tune would switch */
-    size_t n = devices_assess_policy(s, c->b ? c->a->devices : NULL, c->devpolicy, &v);
+    size_t n = devices_assess_policy(s, report_dev_prev(c), c->devpolicy, &v);
     mw_fam(w, &f_dev_safe);
     for (size_t i = 0; i < n; i++)
         if (device_has_rpm(v[i].dev)) {

@@ -17,6 +17,13 @@ static const struct report_section *const sections[] = {
     &report_section_tsc,       &report_section_advice,
 };
 
+const struct devices_sample *report_dev_prev(const struct report_ctx *c)
+{
+    if (c->dev_prev_set)
+        return c->dev_prev;
+    return c->b ? c->a->devices : NULL;
+}
+
 const char *report_unavailable(const struct report_ctx *c, enum sampler_id id)
 {
     return c->sense->usable[id] ? NULL : c->sense->why[id];

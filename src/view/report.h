@@ -31,7 +31,16 @@ struct report_ctx {
     /* watt top's frame over the interval (who woke the CPUs); NULL
      * without an interval. */
     const struct top_frame *top;
+    /* The agent's slow device reads (device_interval): between two fresh
+     * reads a and b hold the same one, so "never suspends" is judged
+     * against the read before it, dev_prev (NULL: none yet, judged on
+     * the current read alone). Unset: a's devices when there is a b. */
+    bool dev_prev_set;
+    const struct devices_sample *dev_prev;
 };
+
+/* The devices sample c's device judgements compare the current one with. */
+const struct devices_sample *report_dev_prev(const struct report_ctx *c);
 
 struct report_section {
     const char *key;                                          /* JSON member name */

@@ -158,7 +158,7 @@ static void devices_json(const struct report_ctx *c, struct json *j)
         return;
     }
     struct device_candidate *v;
-    size_t n = devices_assess_policy(ds, c->b ? c->a->devices : NULL, c->devpolicy, &v);
+    size_t n = devices_assess_policy(ds, report_dev_prev(c), c->devpolicy, &v);
     struct dev_counts k = count(v, n);
     json_object_begin(j);
     json_kv_string(j, "basis", c->b ? "interval" : "since_boot");
@@ -270,7 +270,7 @@ static void devices_text(const struct report_ctx *c, struct strbuf *out)
         return;
     }
     struct device_candidate *v;
-    size_t n = devices_assess_policy(ds, c->b ? c->a->devices : NULL, c->devpolicy, &v);
+    size_t n = devices_assess_policy(ds, report_dev_prev(c), c->devpolicy, &v);
     struct dev_counts k = count(v, n);
     strbuf_appendf(out,
                    "  %zu devices with runtime PM (%zu listed), %zu never suspend, %zu safe "

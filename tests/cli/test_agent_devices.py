@@ -151,7 +151,69 @@ def main():
         check(r.returncode != 0 and f"{conf}:2: unknown action 'dney'" in r.stderr,
               f"a broken devices.conf at start is refused naming file:line "
               f"(exit {r.returncode}: {r.stderr.strip()[:120]})")
+        slow_reads(d, root)
     return summary()
+
+
+def stick_never(port):
+    """never_suspends of the USB stick in the agent's /status, None when
+    unreadable."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as r:
+            devs = json.loads(r.read().decode())["devices"]["devices"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for x in devs:
+        if x.get("bus") == "usb" and x.get("name") == "2-1":
+            return x.get("never_suspends")
+    return None
+
+
+def wait_never(port, want, timeout=5.0):
+    got = None
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = stick_never(port)
+        if got is want:
+            break
+        time.sleep(0.1)
+    return got
+
+
+def slow_reads(d, root):
+    """device_interval: runtime PM read afresh every second while samples
+    come every 0.2 s. A stick at control=auto that keeps suspending (its
+    runtime_suspended_time grows) is never said to "never suspend", not
+    even between two fresh reads, which hold the same values; once it
+    stops suspending it is said to again."""
+    pw = os.path.join(root, "sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/power")
+    write(os.path.join(pw, "control"), "auto\n")
+    write(os.path.join(pw, "runtime_suspended_time"), "0\n")
+    confdir = os.path.join(d, "conf-slow")
+    os.makedirs(confdir, exist_ok=True)
+    port = free_port()
+    path = ini(d, root, confdir, port)
+    with open(path, "a") as f:
+        f.write("device_interval = 1\n")
+    p = start(path, port)
+    try:
+        got = wait_never(port, True)
+        check(got is True, f"slow reads: the idle stick at control=auto never suspends ({got})")
+        seen, t0, n = [], time.monotonic(), 0
+        while time.monotonic() - t0 < 4.0:
+            n += 100
+            write(os.path.join(pw, "runtime_suspended_time"), f"{n}\n")
+            if time.monotonic() - t0 > 2.2:  # two fresh reads since it began
+                seen.append(stick_never(port))
+            time.sleep(0.05)
+        bad = [x for x in seen if x is not False]
+        check(seen and not bad, f"slow reads: a suspending stick is not said to never suspend, "
+              f"between fresh reads too ({len(bad)} of {len(seen)} scrapes said so or failed)")
+        got = wait_never(port, True, timeout=5.0)
+        check(got is True, f"slow reads: it never suspends again once it stops ({got})")
+    finally:
+        rc = stop(p)
+    check(rc == 0, f"slow reads: the agent stopped cleanly (exit {rc})")
 
 
 if __name__ == "__main__":
