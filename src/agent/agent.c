@@ -347,6 +347,9 @@ static void take_sample(struct agent *a)
                  (double)(t0 - a->dev_fresh_ns) / 1e9 >= every - a->cfg.interval_s / 2;
     if (slow)
         host_cache_slow(a->h, fresh ? 1 : UINT64_MAX);
+    /* between fresh reads the devices are the last read's: not walked
+     * again, moved from the previous sample (below) */
+    a->sense->skip = slow && !fresh && a->prev && a->prev->devices ? 1u << SAMPLER_DEVICES : 0;
     if (sense_sample(a->sense, &b) < 0 || !b) {
         fprintf(stderr, "watt agent: sampling failed; keeping the last snapshot\n");
         return;
@@ -368,6 +371,10 @@ static void take_sample(struct agent *a)
     }
     a->dev_steal = false;
     view_clear(v);
+    if (a->sense->skip & (1u << SAMPLER_DEVICES)) {
+        b->devices = a->prev->devices;
+        a->prev->devices = NULL;
+    }
     v->valid = true;
     v->older = a->prev;
     v->c = (struct report_ctx){

@@ -55,6 +55,8 @@ struct sense {
     uint64_t samples;
     uint64_t rescans; /* cache drops: age, a vanished file, hotplug, SIGHUP */
     char *online;     /* the last sample's online CPUs ("0-3"), with a cache */
+    unsigned skip;    /* 1 << sampler_id: not collected by the next samples
+                         (the agent between two fresh device reads) */
 };
 
 /* The agent's cache (host_cache_enable): static parts read at most once

@@ -147,7 +147,7 @@ int sense_sample(struct sense *s, struct sample **ret)
     s->last_ns[SENSE_COST_TOPOLOGY] = t1 - t0;
     for (int i = 0; i < _SAMPLER_MAX; i++) {
         s->last_ns[i] = 0;
-        if (!s->usable[i] || (r != 0 && i == SAMPLER_CPUIDLE))
+        if (!s->usable[i] || (r != 0 && i == SAMPLER_CPUIDLE) || (s->skip & (1u << i)))
             continue;
         sampler_table[i]->collect(s->h, s->state[i], smp);
         uint64_t t2 = thread_cpu_ns();
