@@ -32,7 +32,7 @@ struct cache_ent {
     size_t len;   /* CONTENT */
     char **list;  /* LIST */
     size_t nlist;
-    unsigned mode; /* STAT: st_mode */
+    unsigned mode;    /* STAT: st_mode */
     uint64_t read_ns; /* FD under HOST_CACHE_SLOW: when data was read; 0 none */
 };
 
@@ -41,7 +41,7 @@ struct host_cache {
     size_t n, cap;
     unsigned max_fds; /* kept-open budget */
     unsigned nfds;
-    uint64_t slow_ns; /* HOST_CACHE_SLOW's age (host_cache_slow) */
+    uint64_t slow_ns;  /* HOST_CACHE_SLOW's age (host_cache_slow) */
     bool stale;        /* a kept file vanished: rescan before the next sample */
     uint64_t since_ns; /* CLOCK_MONOTONIC of the last drop */
     uint64_t hits, misses, drops;

@@ -335,8 +335,7 @@ static void read_runtime_pm(struct host *h, struct sample *s, const char *dir,
     snprintf(path, sizeof(path), "%s/runtime_status", pw);
     const char *known = host_cache_peek(h, HOST_SYS, path);
     bool unsupported = known && streq(known, "unsupported\n");
-    enum host_cache_mode m =
-        host_cache_mode(h, unsupported ? HOST_CACHE_STATIC : HOST_CACHE_SLOW);
+    enum host_cache_mode m = host_cache_mode(h, unsupported ? HOST_CACHE_STATIC : HOST_CACHE_SLOW);
     read_power(h, s, pw, d);
     host_cache_mode(h, m);
     if (!unsupported && d->status == DEV_STATUS_UNSUPPORTED)

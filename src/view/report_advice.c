@@ -144,8 +144,7 @@ static void advise_devices(const struct report_ctx *c, struct advice_list *l)
     if (!c->cur->devices)
         return;
     struct device_candidate *v = NULL;
-    size_t n =
-        devices_candidates_policy(c->cur->devices, report_dev_prev(c), c->devpolicy, &v);
+    size_t n = devices_candidates_policy(c->cur->devices, report_dev_prev(c), c->devpolicy, &v);
     for (size_t i = 0; i < n; i++) {
         if (v[i].verdict != DEV_VERDICT_SAFE)
             continue;
