@@ -136,6 +136,20 @@ def test_formats(port):
         doc = None
     check(status == 200 and isinstance(doc, dict) and "power" in doc,
           "/status is watt report --json")
+    # what each sampler cost and how it read (issue 15), in both places
+    costs = {k: v for k, v in series.items() if k.startswith("watt_agent_sampler_seconds_total{")}
+    names = {k.split('sampler="')[1].split('"')[0] for k in costs}
+    check({"procstat", "devices", "topology", "render"} <= names
+          and all(v >= 0 for v in costs.values()),
+          f"watt_agent_sampler_seconds_total per sampler ({sorted(names)})")
+    info = [k for k in series if k.startswith("watt_agent_sampler_info{")]
+    check(any('sampler="procstat"' in k and 'path="cache+open"' in k for k in info),
+          f"watt_agent_sampler_info says a recorded root's moving files are opened each "
+          f"sample ({[k for k in info if 'procstat' in k]})")
+    agent = doc.get("agent") if isinstance(doc, dict) else None
+    samplers = agent.get("samplers") if isinstance(agent, dict) else None
+    check(isinstance(samplers, list) and any(x.get("sampler") == "procstat" for x in samplers),
+          f"/status has the agent's per-sampler costs ({str(agent)[:120]})")
     check(get(port, "/healthz")[0] == 200, "/healthz 200")
     check(get(port, "/nope")[0] == 404, "unknown path 404")
 
