@@ -87,20 +87,6 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
     return 0;
 }
 
-static void set_why(char **ret_why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_why(char **ret_why, const char *fmt, ...)
-{
-    if (!ret_why)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    *ret_why = s ? s : xstrdup("out of memory");
-}
-
 static const char *load_hint(int err)
 {
     switch (err) {
@@ -149,21 +135,22 @@ static size_t size_table(unsigned ncpu, size_t want)
 int wake_bpf_open(struct host *h, size_t max_entries, struct wake_bpf **ret, char **ret_why)
 {
     if (!h->live) {
-        set_why(ret_why, "a recorded tree has no BPF");
+        wake_set_why(ret_why, "a recorded tree has no BPF");
         return 0;
     }
     const char *env = getenv("WATT_NO_BPF");
     if (env && *env && !streq(env, "0")) {
-        set_why(ret_why, "WATT_NO_BPF is set");
+        wake_set_why(ret_why, "WATT_NO_BPF is set");
         return 0;
     }
     if (!host_exists(h, HOST_SYS, "kernel/btf/vmlinux")) {
-        set_why(ret_why, "the kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE cannot relocate");
+        wake_set_why(ret_why,
+                     "the kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE cannot relocate");
         return 0;
     }
     int np = libbpf_num_possible_cpus();
     if (np <= 0) {
-        set_why(ret_why, "cannot count the possible CPUs: %s", errno_name(np ? -np : EINVAL));
+        wake_set_why(ret_why, "cannot count the possible CPUs: %s", errno_name(np ? -np : EINVAL));
         return 0;
     }
     struct wake_bpf *b = xcalloc(1, sizeof(*b));
@@ -175,7 +162,7 @@ int wake_bpf_open(struct host *h, size_t max_entries, struct wake_bpf **ret, cha
     if (r == 0)
         r = cpuset_parse(online, &b->online);
     if (r < 0) {
-        set_why(ret_why, "cannot read the online CPUs: %s", errno_name(-r));
+        wake_set_why(ret_why, "cannot read the online CPUs: %s", errno_name(-r));
         wake_bpf_close(b);
         return 0;
     }
@@ -183,7 +170,7 @@ int wake_bpf_open(struct host *h, size_t max_entries, struct wake_bpf **ret, cha
     libbpf_last[0] = '\0';
     b->skel = wake_skel__open();
     if (!b->skel) {
-        set_why(ret_why, "libbpf cannot open the BPF object: %s", errno_name(errno));
+        wake_set_why(ret_why, "libbpf cannot open the BPF object: %s", errno_name(errno));
         wake_bpf_close(b);
         return 0;
     }
@@ -195,8 +182,8 @@ int wake_bpf_open(struct host *h, size_t max_entries, struct wake_bpf **ret, cha
         r = wake_skel__attach(b->skel);
     if (r < 0) {
         int e = r == -1 ? errno : -r;
-        set_why(ret_why, "loading the BPF wake-up counters: %s%s%s%s", errno_name(e), load_hint(e),
-                libbpf_last[0] ? "; libbpf: " : "", libbpf_last);
+        wake_set_why(ret_why, "loading the BPF wake-up counters: %s%s%s%s", errno_name(e),
+                     load_hint(e), libbpf_last[0] ? "; libbpf: " : "", libbpf_last);
         wake_bpf_close(b);
         return 0;
     }

@@ -95,3 +95,7 @@ struct ksym_cache;
 void wake_resolve_names(struct ksym_cache *syms, struct host *h, struct wake_window *w,
                         uint64_t now_ns, uint64_t interval_ns, uint64_t *last_pass_ns,
                         void (*tick)(void *), void *ud);
+
+/* *RET_WHY (when not NULL) = the formatted reason, owned by the caller;
+ * the ring's and the BPF counters' "why not" messages. */
+void wake_set_why(char **ret_why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

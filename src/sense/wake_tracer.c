@@ -79,20 +79,6 @@ struct wake_tracer {
     char note[256];
 };
 
-static void set_why(char **ret_why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_why(char **ret_why, const char *fmt, ...)
-{
-    if (!ret_why)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    *ret_why = s ? s : xstrdup("out of memory");
-}
-
 /* ---- formats ---- */
 
 static int read_format(struct host *h, const char *dir, unsigned slot, struct tracefs_format *ret,
@@ -104,14 +90,15 @@ static int read_format(struct host *h, const char *dir, unsigned slot, struct tr
     size_t len;
     int r = host_read(h, HOST_SYS, path, &text, &len);
     if (r < 0) {
-        set_why(ret_why, "tracepoint %s:%s: cannot read its format: %s", sys, ev, errno_name(-r));
+        wake_set_why(ret_why, "tracepoint %s:%s: cannot read its format: %s", sys, ev,
+                     errno_name(-r));
         return r;
     }
     struct diags d = {0};
     r = tracefs_parse_format(text, len, ret, &d);
     diags_free(&d);
     if (r < 0) {
-        set_why(ret_why, "tracepoint %s:%s: its format has no field", sys, ev);
+        wake_set_why(ret_why, "tracepoint %s:%s: its format has no field", sys, ev);
         return r;
     }
     if (ret->id == 0) { /* every kernel prints ID:, but the id file is the reference */
@@ -128,11 +115,12 @@ static int read_formats(struct wake_tracer *t, char **ret_why)
     bool mounted;
     int r = host_tracefs_events(t->h, &dir, &mounted);
     if (r == -EACCES) {
-        set_why(ret_why, "tracefs cannot be read: EACCES (needs root)");
+        wake_set_why(ret_why, "tracefs cannot be read: EACCES (needs root)");
         return r;
     }
     if (r < 0) {
-        set_why(ret_why, "tracefs is not mounted and could not be mounted: %s", errno_name(-r));
+        wake_set_why(ret_why, "tracefs is not mounted and could not be mounted: %s",
+                     errno_name(-r));
         return r;
     }
     for (unsigned i = 0; i < WAKE_NSLOTS && r >= 0; i++)
@@ -144,12 +132,12 @@ static int read_formats(struct wake_tracer *t, char **ret_why)
         return r;
     const char *missing;
     if (wake_decoder_init(&t->dc, &t->formats, &missing) < TRACER_EVENTS) {
-        set_why(ret_why, "tracepoint format not understood: %s", missing ? missing : "no id");
+        wake_set_why(ret_why, "tracepoint format not understood: %s", missing ? missing : "no id");
         return -EBADMSG;
     }
     const struct tracefs_field *ty = tracefs_find_field(&t->formats.fmt[0], "common_type");
     if (!ty || ty->size != 2 || ty->is_array || ty->dynamic) {
-        set_why(ret_why, "tracepoint format not understood: cpu_idle: no common_type");
+        wake_set_why(ret_why, "tracepoint format not understood: cpu_idle: no common_type");
         return -EBADMSG;
     }
     t->type_field = *ty;
@@ -203,8 +191,8 @@ static int open_event(struct wake_tracer *t, unsigned slot, int cpu, uint32_t wa
     };
     int fd = host_perf_open(t->h, &attr, -1, cpu, -1);
     if (fd < 0) {
-        set_why(ret_why, "perf_event_open %s:%s on CPU %d: %s%s", wake_slot_system(slot),
-                wake_slot_event(slot), cpu, errno_name(-fd), perf_hint(fd));
+        wake_set_why(ret_why, "perf_event_open %s:%s on CPU %d: %s%s", wake_slot_system(slot),
+                     wake_slot_event(slot), cpu, errno_name(-fd), perf_hint(fd));
         return fd;
     }
     t->fd[t->nfd++] = fd;
@@ -216,9 +204,9 @@ static int map_ring(struct wake_tracer *t, struct ring *r, int fd, size_t page, 
     void *p = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         int err = -errno;
-        set_why(ret_why, "mmap of the perf ring of CPU %d (%zu KiB): %s%s", r->cpu,
-                t->map_len / 1024, errno_name(-err),
-                err == -EPERM ? " (kernel.perf_event_mlock_kb is too small)" : "");
+        wake_set_why(ret_why, "mmap of the perf ring of CPU %d (%zu KiB): %s%s", r->cpu,
+                     t->map_len / 1024, errno_name(-err),
+                     err == -EPERM ? " (kernel.perf_event_mlock_kb is too small)" : "");
         return err;
     }
     r->fd = fd;
@@ -249,7 +237,7 @@ static int open_cpu(struct wake_tracer *t, int cpu, uint32_t watermark, size_t p
             rr = map_ring(t, r, fd, page, ret_why);
         else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
             rr = -errno;
-            set_why(ret_why, "perf ioctl SET_OUTPUT on CPU %d: %s", cpu, errno_name(errno));
+            wake_set_why(ret_why, "perf ioctl SET_OUTPUT on CPU %d: %s", cpu, errno_name(errno));
         }
         if (rr < 0)
             return rr;
@@ -269,7 +257,7 @@ static int open_rings(struct wake_tracer *t, const struct wake_tracer_opts *o, c
     if (r == 0)
         r = cpuset_parse(online, &cpus);
     if (r < 0) {
-        set_why(ret_why, "cannot read the online CPUs: %s", errno_name(-r));
+        wake_set_why(ret_why, "cannot read the online CPUs: %s", errno_name(-r));
         return r;
     }
     size_t n = cpuset_count(&cpus), page = (size_t)sysconf(_SC_PAGESIZE);
@@ -287,7 +275,7 @@ static int open_rings(struct wake_tracer *t, const struct wake_tracer_opts *o, c
         wake_acct_add_cpu(t->acct, cpu);
     }
     if (r == 0 && t->nring == 0) {
-        set_why(ret_why, "no online CPU");
+        wake_set_why(ret_why, "no online CPU");
         r = -ENODEV;
     }
     cpuset_free(&cpus);
@@ -298,8 +286,8 @@ static int enable_all(struct wake_tracer *t, char **ret_why)
 {
     for (size_t i = 0; i < t->nfd; i++)
         if (ioctl(t->fd[i], PERF_EVENT_IOC_ENABLE, 0) < 0) {
-            int e = errno; /* set_why() may change errno */
-            set_why(ret_why, "perf ioctl ENABLE: %s", errno_name(e));
+            int e = errno; /* wake_set_why() may change errno */
+            wake_set_why(ret_why, "perf ioctl ENABLE: %s", errno_name(e));
             return -e;
         }
     return 0;
@@ -330,7 +318,7 @@ int wake_tracer_open(struct host *h, const struct wake_tracer_opts *o, struct wa
               o->watermark_pct > 100))
         return -EINVAL;
     if (!h->live) {
-        set_why(ret_why, "a recorded tree has no tracepoints");
+        wake_set_why(ret_why, "a recorded tree has no tracepoints");
         return 0;
     }
     struct wake_tracer *t = xcalloc(1, sizeof(*t));

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,4 +619,17 @@ int wake_window_from_proc(const struct irq_rates *irq, const struct task_delta *
         w.e = xmalloc(sizeof(*w.e)); /* "owned": never NULL, as from a take */
     *ret = w;
     return 0;
+}
+
+void wake_set_why(char **ret_why, const char *fmt, ...)
+{
+    if (!ret_why)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    *ret_why = s ? s : xstrdup("out of memory");
 }
