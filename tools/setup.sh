@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # libvirt-dev, libfreeipmi-dev: watt fleet run's executors (live migration, BMCs)
 # clang, libbpf-dev, bpftool: the BPF wake-up counters (src/sense/bpf/; -Dbpf=auto
 # builds without them, and wake-ups then come from the tracepoint ring)
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev libncurses-dev
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libarchive-dev libmicrohttpd-dev zlib1g-dev libncurses-dev
       libvirt-dev libfreeipmi-dev clang libbpf-dev bpftool)
 if [ "${1:-}" = "--test" ]; then
     # prometheus: the agent's end-to-end test scrapes it with a real server

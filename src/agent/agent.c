@@ -22,6 +22,8 @@
 #include "agent/agent.h"
 #include "agent/conns.h"
 #include "agent/ctlsock.h"
+#include "agent/fleet_doc.h"
+#include "agent/gzip.h"
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/util.h"
@@ -37,11 +39,14 @@
 #define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define CT_JSON        "application/json"
 
-/* One sample's output, shared by the responses still sending it. */
+enum { DOC_TEXT, DOC_OPENMETRICS, DOC_STATUS, _DOC_MAX };
+
+/* One sample's output, shared by the responses still sending it: each
+ * document rendered, and gzipped, at most once per sample. */
 struct snapshot {
     unsigned refs;
-    char *text, *openmetrics, *status;
-    size_t text_len, openmetrics_len, status_len;
+    char *doc[_DOC_MAX], *gz[_DOC_MAX];
+    size_t len[_DOC_MAX], gz_len[_DOC_MAX];
 };
 
 struct agent {
@@ -109,9 +114,10 @@ static void snapshot_unref(struct snapshot *s)
 {
     if (!s || --s->refs > 0)
         return;
-    free(s->text);
-    free(s->openmetrics);
-    free(s->status);
+    for (int i = 0; i < _DOC_MAX; i++) {
+        free(s->doc[i]);
+        free(s->gz[i]);
+    }
     free(s);
 }
 
@@ -189,12 +195,14 @@ static void costs_update(struct agent *a)
             continue;
         c->v[c->n++] = (struct agent_cost){.sampler = sense_cost_name(i),
                                            .path = sense_read_path(s),
+                                           .up = i < _SAMPLER_MAX ? s->ok[i] : -1,
                                            .cpu_s = (double)s->cpu_ns[i] / 1e9,
                                            .last_s = (double)s->last_ns[i] / 1e9};
     }
     static const char *const names[] = {"wakeups", "model", "render"};
     for (int i = 0; i < 3 && c->n < AGENT_COSTS_MAX; i++)
         c->v[c->n++] = (struct agent_cost){.sampler = names[i],
+                                           .up = -1,
                                            .path = i == COST_WAKEUPS ? wakeups_path(a)
                                                    : i == COST_MODEL ? "memory"
                                                                      : "snapshot",
@@ -229,35 +237,38 @@ static void status_add_costs(struct agent *a, struct json *doc)
 
 /* The fleet controller's metrics file (watt fleet run --metrics), read
  * once per sample, never at a scrape. It is written by rename, so it is
- * whole; one that is missing (no controller on this host yet) or too
- * large is left out, and said once per state change on stderr. */
-static void append_fleet_metrics(const char *path, struct strbuf *buf)
+ * whole; it is checked and converted for OpenMetrics (fleet_doc.h). One
+ * that is missing (no controller on this host yet), too large or
+ * malformed is not served (watt_agent_fleet_metrics_up 0), and said once
+ * per change of the reason on stderr. */
+static void read_fleet_metrics(const char *path, struct agent_fleet *out)
 {
-    static int last_err = -1;
-    char chunk[65536];
-    int err = 0;
+    static char *last_err;
+    _cleanup_free_ char *err = NULL;
+    struct strbuf buf = {0};
     _cleanup_fclose_ FILE *f = fopen(path, "re");
     if (!f) {
-        err = errno;
+        err = xstrdup(strerror(errno));
     } else {
-        size_t n, total = 0;
-        size_t mark = buf->len;
-        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && total <= (1u << 20)) {
-            strbuf_append_n(buf, chunk, n);
-            total += n;
-        }
-        if (total > (1u << 20) || ferror(f)) {
-            err = total > (1u << 20) ? EFBIG : EIO;
-            buf->len = mark; /* all or nothing */
-            buf->s[mark] = '\0';
-        } else if (total && buf->s[buf->len - 1] != '\n') {
-            strbuf_putc(buf, '\n');
-        }
+        char chunk[65536];
+        size_t n;
+        while (buf.len <= (1u << 20) && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+            strbuf_append_n(&buf, chunk, n);
+        if (buf.len > (1u << 20))
+            err = xstrdup("larger than 1 MiB");
+        else if (ferror(f))
+            err = xstrdup(strerror(EIO));
     }
-    if (err != last_err && err)
-        fprintf(stderr, "watt agent: fleet_metrics %s: %s; not served\n", path,
-                err == EFBIG ? "larger than 1 MiB" : strerror(err));
-    last_err = err;
+    *out = (struct agent_fleet){0};
+    if (!err && fleet_doc_convert(buf.s ? buf.s : "", buf.len, &out->text, &out->om, &err) == 0)
+        out->ok = true;
+    strbuf_free(&buf);
+    if (err && (!last_err || !streq(err, last_err)))
+        fprintf(stderr, "watt agent: fleet_metrics %s: %s; not served\n", path, err);
+    else if (!err && last_err)
+        fprintf(stderr, "watt agent: fleet_metrics %s: served again\n", path);
+    free(last_err);
+    last_err = err ? xstrdup(err) : NULL;
 }
 
 /* What the current snapshot is rendered from, kept until the next sample:
@@ -274,7 +285,7 @@ struct view {
     struct diags diags;
     struct guard_status gs;
     struct agent_self self;
-    char *fleet; /* the fleet controller's metrics, read at the sample; owned */
+    struct agent_fleet fleet; /* the fleet controller's metrics, read at the sample; owned */
 };
 
 static struct view view_of_agent; /* the agent runs once per process */
@@ -286,20 +297,17 @@ static void view_clear(struct view *v)
     power_summary_free(&v->ps);
     diags_free(&v->diags);
     sample_free(v->older);
-    free(v->fleet);
+    free(v->fleet.text);
+    free(v->fleet.om);
     *v = (struct view){0};
 }
-
-enum { DOC_TEXT, DOC_OPENMETRICS, DOC_STATUS };
 
 /* Render one document of the current snapshot into it, unless done. */
 static void snapshot_fill(struct agent *a, struct snapshot *s, int doc)
 {
     struct view *v = &view_of_agent;
-    char **dst = doc == DOC_TEXT ? &s->text : doc == DOC_OPENMETRICS ? &s->openmetrics : &s->status;
-    size_t *len = doc == DOC_TEXT          ? &s->text_len
-                  : doc == DOC_OPENMETRICS ? &s->openmetrics_len
-                                           : &s->status_len;
+    char **dst = &s->doc[doc];
+    size_t *len = &s->len[doc];
     if (*dst)
         return;
     if (!v->valid || a->snap != s) { /* cannot happen: only the current one is served */
@@ -319,8 +327,6 @@ static void snapshot_fill(struct agent *a, struct snapshot *s, int doc)
     } else {
         agent_metrics_render(&v->c, a->energy, &v->self, a->cfg.rapl, a->cfg.pue,
                              doc == DOC_OPENMETRICS, &buf);
-        if (doc == DOC_TEXT && v->fleet)
-            strbuf_append(&buf, v->fleet);
         *dst = steal(&buf, len);
     }
     cost_add(a, COST_RENDER, thread_cpu_ns() - t0);
@@ -420,9 +426,8 @@ static void take_sample(struct agent *a)
         v->self.guard = &v->gs;
     }
     if (a->cfg.fleet_metrics) { /* read at the sample, never at a scrape */
-        struct strbuf buf = {0};
-        append_fleet_metrics(a->cfg.fleet_metrics, &buf);
-        v->fleet = strbuf_steal(&buf);
+        read_fleet_metrics(a->cfg.fleet_metrics, &v->fleet);
+        v->self.fleet = &v->fleet;
     }
     struct snapshot *s = xcalloc(1, sizeof(*s));
     s->refs = 1;
@@ -446,10 +451,33 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
     return ret;
 }
 
-static enum MHD_Result reply_snapshot(struct agent *a, struct MHD_Connection *conn,
-                                      const char *body, size_t len, const char *type)
+/* The document gzipped, once per sample; false when zlib failed (said
+ * once: the document then goes uncompressed). */
+static bool snapshot_gzip(struct agent *a, struct snapshot *s, int doc)
+{
+    static bool said;
+    uint64_t t0 = thread_cpu_ns();
+    if (!s->gz[doc] && agent_gzip(s->doc[doc], s->len[doc], &s->gz[doc], &s->gz_len[doc]) < 0) {
+        if (!said)
+            fprintf(stderr, "watt agent: gzip failed; answering uncompressed\n");
+        said = true;
+        return false;
+    }
+    cost_add(a, COST_RENDER, thread_cpu_ns() - t0);
+    return true;
+}
+
+/* Document DOC of the current snapshot, gzipped when the client accepts it
+ * (Vary: Accept-Encoding either way: caches must not mix the two). */
+static enum MHD_Result reply_snapshot(struct agent *a, struct MHD_Connection *conn, int doc,
+                                      const char *type)
 {
     struct snapshot *s = a->snap;
+    snapshot_fill(a, s, doc);
+    const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept-Encoding");
+    bool gz = agent_accepts_gzip(ae) && snapshot_gzip(a, s, doc);
+    const char *body = gz ? s->gz[doc] : s->doc[doc];
+    size_t len = gz ? s->gz_len[doc] : s->len[doc];
     s->refs++;
     struct MHD_Response *r =
         MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)body, response_done, s);
@@ -458,6 +486,9 @@ static enum MHD_Result reply_snapshot(struct agent *a, struct MHD_Connection *co
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Vary", "Accept-Encoding");
+    if (gz)
+        MHD_add_response_header(r, "Content-Encoding", "gzip");
     enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return ret;
@@ -517,18 +548,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
     if (!a->snap)
         return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no sample yet\n");
-    if (streq(url, "/status")) {
-        snapshot_fill(a, a->snap, DOC_STATUS);
-        return reply_snapshot(a, conn, a->snap->status, a->snap->status_len, CT_JSON);
-    }
+    if (streq(url, "/status"))
+        return reply_snapshot(a, conn, DOC_STATUS, CT_JSON);
     a->self.scrapes++;
-    if (wants_openmetrics(conn)) {
-        snapshot_fill(a, a->snap, DOC_OPENMETRICS);
-        return reply_snapshot(a, conn, a->snap->openmetrics, a->snap->openmetrics_len,
-                              CT_OPENMETRICS);
-    }
-    snapshot_fill(a, a->snap, DOC_TEXT);
-    return reply_snapshot(a, conn, a->snap->text, a->snap->text_len, CT_TEXT);
+    if (wants_openmetrics(conn))
+        return reply_snapshot(a, conn, DOC_OPENMETRICS, CT_OPENMETRICS);
+    return reply_snapshot(a, conn, DOC_TEXT, CT_TEXT);
 }
 
 /* No model configured: vm-vcpu in a VM (its share of the host), as watt

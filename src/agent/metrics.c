@@ -169,6 +169,15 @@ static const struct fam f_sampler_info =
           "How each part reads, always 1: path cache+pread (static files cached, moving ones "
           "kept open), cache+open (a recorded root), open (every file each sample); wakeups: "
           "trace, proc or off.");
+static const struct fam f_sampler_up =
+    GAUGE("watt_sampler_up", NULL,
+          "1 when the sampler's last read worked (no file it tried failed), 0 when not; "
+          "samplers that do not work on this machine at all are left out.");
+static const struct fam f_fleet_up =
+    GAUGE("watt_agent_fleet_metrics_up", NULL,
+          "1 when the fleet controller's metrics file (fleet_metrics) was read and valid at "
+          "the last sample and is served, 0 when missing, too large or malformed (the log "
+          "says why).");
 static const struct fam f_cache_files = GAUGE(
     "watt_agent_read_cache_entries", NULL, "Files, listings and links in the agent's read cache.");
 static const struct fam f_cache_fds = GAUGE("watt_agent_read_cache_open_files", NULL,
@@ -203,13 +212,13 @@ static const struct fam f_idle_latency =
 static const struct fam f_idle_target =
     GAUGE("watt_cpu_idle_state_target_residency_seconds", "seconds",
           "Target residency of each idle state, as the first CPU reports it.");
-static const struct fam f_freq = GAUGE("watt_cpu_frequency_hertz", "hertz",
+static const struct fam f_freq = GAUGE("watt_cpu_scaling_frequency_hertz", "hertz",
                                        "Frequency the kernel last requested or saw for the CPU "
                                        "(scaling_cur_freq).");
-static const struct fam f_freq_min =
-    GAUGE("watt_cpu_frequency_min_hertz", "hertz", "The CPU's policy minimum (scaling_min_freq).");
-static const struct fam f_freq_max =
-    GAUGE("watt_cpu_frequency_max_hertz", "hertz", "The CPU's policy maximum (scaling_max_freq).");
+static const struct fam f_freq_min = GAUGE("watt_cpu_scaling_frequency_min_hertz", "hertz",
+                                           "The CPU's policy minimum (scaling_min_freq).");
+static const struct fam f_freq_max = GAUGE("watt_cpu_scaling_frequency_max_hertz", "hertz",
+                                           "The CPU's policy maximum (scaling_max_freq).");
 static const struct fam f_freq_eff = GAUGE("watt_cpu_effective_frequency_hertz", "hertz",
                                            "Mean clock while not idle over the last interval "
                                            "(APERF/MPERF).");
@@ -302,6 +311,12 @@ static void render_costs(struct mw *w, const struct agent_costs *c)
         cost_series(w, &c->v[i]);
         mw_value_double(w, c->v[i].last_s);
     }
+    mw_fam(w, &f_sampler_up);
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].up >= 0) {
+            cost_series(w, &c->v[i]);
+            mw_value_u64(w, (uint64_t)c->v[i].up);
+        }
     mw_fam(w, &f_sampler_info);
     for (size_t i = 0; i < c->n; i++) {
         cost_series(w, &c->v[i]);
@@ -416,7 +431,10 @@ static void render_channels(struct mw *w, const struct power_summary *ps, enum a
         mw_value_double(w, is_rapl ? rapl_watts(p->watts, rapl) : p->watts);
     }
     if (isfinite(ps->estimated_w)) {
-        meter_series(w, "model", "node", ps->model.name);
+        /* the model's name in a label of its own: queries by source or via
+         * do not change with the model */
+        meter_series(w, "model", "node", "model");
+        mw_label(w, "model", ps->model.name);
         mw_value_double(w, ps->estimated_w);
     }
 }
@@ -440,13 +458,9 @@ static void render_node(struct mw *w, const struct power_summary *ps, enum agent
     mw_fam(w, &f_node);
     mw_series(w);
     mw_label(w, "basis", measured ? "measured" : "estimated");
-    if (measured) {
-        mw_label(w, "source", ps->source);
-    } else {
-        char src[sizeof(ps->model.name) + 8];
-        snprintf(src, sizeof(src), "model %s", ps->model.name);
-        mw_label(w, "source", src);
-    }
+    mw_label(w, "source", measured ? ps->source : "model");
+    if (!measured)
+        mw_label(w, "model", ps->model.name);
     mw_value_double(w, it);
     if (!isfinite(pue) || pue <= 0)
         return;
@@ -756,6 +770,17 @@ static void render_guard(struct mw *w, const struct guard_status *g)
     }
 }
 
+/* The fleet controller's families go last, before OpenMetrics' # EOF:
+ * checked and converted when read (fleet_doc.h). */
+static void render_fleet(struct mw *w, const struct agent_fleet *f)
+{
+    if (!f)
+        return;
+    single_u64(w, &f_fleet_up, f->ok);
+    if (f->ok)
+        strbuf_append(w->out, w->om ? f->om : f->text);
+}
+
 void agent_metrics_render(const struct report_ctx *c, const struct agent_energy *e,
                           const struct agent_self *self, enum agent_rapl_mode rapl, double pue,
                           bool openmetrics, struct strbuf *out)
@@ -774,6 +799,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
     }
     render_guard(&w, self ? self->guard : NULL);
     agent_attrib_render(&w, self ? self->attrib : NULL);
+    render_fleet(&w, self ? self->fleet : NULL);
     if (openmetrics)
         strbuf_append(out, "# EOF\n");
 }

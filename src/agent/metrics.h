@@ -32,6 +32,8 @@ enum agent_rapl_mode {
 struct agent_cost {
     const char *sampler;
     const char *path;
+    int up;        /* a sense sampler: 1 when its last read worked, 0 when
+                    * not; -1 for the agent's own parts (no read) */
     double cpu_s;  /* thread CPU time, summed over all samples */
     double last_s; /* ... of the last sample */
 };
@@ -45,6 +47,14 @@ struct agent_costs {
     uint64_t cache_files; /* entries in it */
     uint64_t cache_fds;   /* files and directories kept open */
     uint64_t rescans;     /* times it was dropped and read anew */
+};
+
+/* The fleet controller's metrics file (fleet_metrics, fleet_doc.h) as of
+ * the sample. */
+struct agent_fleet {
+    bool ok;    /* read and valid: served */
+    char *text; /* the document for each format; NULL unless ok */
+    char *om;
 };
 
 /* The agent about itself. */
@@ -63,6 +73,7 @@ struct agent_self {
     const struct guard_status *guard;  /* the latency guard; NULL when none runs */
     const struct agent_attrib *attrib; /* per-cgroup accounting; NULL when off */
     const struct agent_costs *costs;   /* per-sampler costs; NULL: not rendered */
+    const struct agent_fleet *fleet;   /* NULL: no fleet_metrics configured */
 };
 
 /* Monotonic energy totals per (source, domain), corrected for hardware

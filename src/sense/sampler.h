@@ -52,6 +52,9 @@ struct sense {
     char *why[_SAMPLER_MAX];            /* why not usable, owned */
     uint64_t cpu_ns[_SAMPLER_MAX + 1];  /* summed over all samples */
     uint64_t last_ns[_SAMPLER_MAX + 1]; /* the last sample's */
+    /* The sampler's last collect read all it tried: it returned >= 0 and
+     * added no diagnostic. Kept while the sampler is skipped. */
+    bool ok[_SAMPLER_MAX];
     uint64_t samples;
     uint64_t rescans; /* cache drops: age, a vanished file, hotplug, SIGHUP */
     char *online;     /* the last sample's online CPUs ("0-3"), with a cache */

@@ -147,9 +147,15 @@ int sense_sample(struct sense *s, struct sample **ret)
     s->last_ns[SENSE_COST_TOPOLOGY] = t1 - t0;
     for (int i = 0; i < _SAMPLER_MAX; i++) {
         s->last_ns[i] = 0;
-        if (!s->usable[i] || (r != 0 && i == SAMPLER_CPUIDLE) || (s->skip & (1u << i)))
+        if (!s->usable[i] || (s->skip & (1u << i)))
             continue;
-        sampler_table[i]->collect(s->h, s->state[i], smp);
+        if (r != 0 && i == SAMPLER_CPUIDLE) {
+            s->ok[i] = false;
+            continue;
+        }
+        size_t ndiags = smp->diags.n;
+        int rc = sampler_table[i]->collect(s->h, s->state[i], smp);
+        s->ok[i] = rc >= 0 && smp->diags.n == ndiags;
         uint64_t t2 = thread_cpu_ns();
         s->last_ns[i] = t2 - t1;
         t1 = t2;

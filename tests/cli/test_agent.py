@@ -315,9 +315,9 @@ def test_vanish(port, root):
     shutil.rmtree(gone, ignore_errors=True)
     time.sleep(0.6)
     status, _, after, problems = scrape(port)
-    had = any(k.startswith('watt_cpu_frequency_hertz{cpu="1"') for k in before)
-    has = any(k.startswith('watt_cpu_frequency_hertz{cpu="1"') for k in after)
-    others = any(k.startswith('watt_cpu_frequency_hertz{cpu="0"') for k in after)
+    had = any(k.startswith('watt_cpu_scaling_frequency_hertz{cpu="1"') for k in before)
+    has = any(k.startswith('watt_cpu_scaling_frequency_hertz{cpu="1"') for k in after)
+    others = any(k.startswith('watt_cpu_scaling_frequency_hertz{cpu="0"') for k in after)
     check(status == 200 and not problems and had and not has and others,
           f"cpu1's cpufreq vanished: its series went ({had} -> {has}), cpu0's stayed")
 

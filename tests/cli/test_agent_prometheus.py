@@ -82,7 +82,7 @@ def main():
                 time.sleep(0.5)
             # 8 s of 1-s scrapes, all inside the feed: robust on a busy CI machine
             rates = query(pport, "rate(watt_energy_joules_total[8s])") or []
-            for name in ("watt_energy_joules_total", "watt_cpu_frequency_hertz",
+            for name in ("watt_energy_joules_total", "watt_cpu_scaling_frequency_hertz",
                          "watt_cpu_seconds_total", "watt_agent_cpu_seconds_total"):
                 r = query(pport, name)
                 check(bool(r), f"{name}: {len(r or [])} series in Prometheus")

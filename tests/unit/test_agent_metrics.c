@@ -11,6 +11,7 @@
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
 
+#include "agent/fleet_doc.h"
 #include "agent/metrics.h"
 #include "base/util.h"
 #include "config.h"
@@ -357,7 +358,7 @@ static void test_intel_2s(void **state)
         "watt_cpu_idle_state_residency_seconds_total{cpu=\"0\",state=\"",
         "watt_cpu_idle_state_entries_total{cpu=\"0\",state=\"",
         "watt_cpu_idle_state_exit_latency_seconds{state=\"",
-        "watt_cpu_frequency_hertz{cpu=\"0\"} ",
+        "watt_cpu_scaling_frequency_hertz{cpu=\"0\"} ",
         "watt_cpu_seconds_total{cpu=\"0\",mode=\"idle\"} ",
         "watt_cpu_utilisation_ratio{cpu=\"0\"} ",
         "watt_interrupts_total{irq=\"LOC\",name=\"Local timer interrupts\"} ",
@@ -628,7 +629,8 @@ static void test_power_modes(void **state)
     const char *hw_w = "watt_power_watts{source=\"hwmon\",domain=\"hwmon2/power1\",via=\"sysfs\"}";
     char model_w[160];
     snprintf(model_w, sizeof(model_w),
-             "watt_power_watts{source=\"model\",domain=\"node\",via=\"%s\"}", ps.model.name);
+             "watt_power_watts{source=\"model\",domain=\"node\",via=\"model\",model=\"%s\"}",
+             ps.model.name);
     for (int mode = AGENT_RAPL_EXACT; mode <= AGENT_RAPL_OFF; mode++) {
         struct strbuf out = {0};
         agent_metrics_render(&c, NULL, NULL, (enum agent_rapl_mode)mode, 2, false, &out);
@@ -649,10 +651,64 @@ static void test_power_modes(void **state)
             assert_null(value_of(t, rapl_w));
             assert_null(strstr(t, "basis=\"measured\""));
             want_value(t, "watt_facility_power_watts", "80.5");
+            char node_w[160];
+            snprintf(node_w, sizeof(node_w),
+                     "watt_node_power_watts{basis=\"estimated\",source=\"model\",model=\"%s\"}",
+                     ps.model.name);
+            want_value(t, node_w, "40.25");
         }
         strbuf_free(&out);
     }
     power_summary_free(&ps);
+}
+
+/* The fleet controller's file in both formats, after the agent's own
+ * families and before # EOF; a malformed one leaves only the up gauge. */
+static void test_fleet(void **state)
+{
+    (void)state;
+    static const char file[] = "# HELP watt_fleet_migrations_total Live migrations.\n"
+                               "# TYPE watt_fleet_migrations_total counter\n"
+                               "watt_fleet_migrations_total{result=\"ok\"} 2\n"
+                               "# HELP watt_fleet_hosts Hosts by state.\n"
+                               "# TYPE watt_fleet_hosts gauge\n"
+                               "watt_fleet_hosts{state=\"on\"} 3\n";
+    struct agent_fleet fl = {0};
+    _cleanup_free_ char *err = NULL;
+    assert_int_equal(fleet_doc_convert(file, strlen(file), &fl.text, &fl.om, &err), 0);
+    fl.ok = true;
+    struct agent_costs costs = {.n = 3};
+    costs.v[0] = (struct agent_cost){.sampler = "rapl", .path = "open", .up = 1};
+    costs.v[1] = (struct agent_cost){.sampler = "hwmon", .path = "open", .up = 0};
+    costs.v[2] = (struct agent_cost){.sampler = "render", .path = "snapshot", .up = -1};
+    struct agent_self self = {.fleet = &fl, .costs = &costs};
+    for (int om = 0; om < 2; om++) {
+        struct strbuf out = {0};
+        agent_metrics_render(NULL, NULL, &self, AGENT_RAPL_EXACT, 1, om, &out);
+        const char *t = strbuf_str(&out);
+        validate(t, om);
+        want_value(t, "watt_fleet_migrations_total{result=\"ok\"}", "2");
+        want_value(t, "watt_fleet_hosts{state=\"on\"}", "3");
+        want_value(t, "watt_agent_fleet_metrics_up", "1");
+        want_value(t, "watt_sampler_up{sampler=\"rapl\"}", "1");
+        want_value(t, "watt_sampler_up{sampler=\"hwmon\"}", "0");
+        assert_null(value_of(t, "watt_sampler_up{sampler=\"render\"}"));
+        assert_non_null(strstr(t, om ? "# TYPE watt_fleet_migrations counter\n"
+                                     : "# TYPE watt_fleet_migrations_total counter\n"));
+        strbuf_free(&out);
+    }
+    free(fl.text);
+    free(fl.om);
+    struct agent_fleet broken = {.ok = false};
+    self.fleet = &broken;
+    for (int om = 0; om < 2; om++) {
+        struct strbuf out = {0};
+        agent_metrics_render(NULL, NULL, &self, AGENT_RAPL_EXACT, 1, om, &out);
+        validate(strbuf_str(&out), om);
+        want_value(strbuf_str(&out), "watt_agent_fleet_metrics_up", "0");
+        assert_null(strstr(strbuf_str(&out), "watt_fleet_"));
+        strbuf_free(&out);
+    }
 }
 
 int main(void)
@@ -662,7 +718,7 @@ int main(void)
         cmocka_unit_test(test_stuck_counter), cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_backwards),     cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_latency),       cmocka_unit_test(test_power_modes),
-        cmocka_unit_test(test_device_policy),
+        cmocka_unit_test(test_device_policy), cmocka_unit_test(test_fleet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
