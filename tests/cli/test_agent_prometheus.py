@@ -156,7 +156,7 @@ def rules_for_test(d):
             re.findall(r"(?m)^\s+- alert: (\S+)$", text))
 
 
-def promtool_checks(aport2):
+def promtool_checks(aport2, promtool_dir):
     promtool = shutil.which("promtool")
     if not promtool:
         print("skip: no promtool")
@@ -164,6 +164,15 @@ def promtool_checks(aport2):
     r = subprocess.run([promtool, "check", "rules", RULES], capture_output=True, text=True)
     check(r.returncode == 0, f"promtool check rules {os.path.basename(RULES)}: "
           f"{(r.stdout + r.stderr).strip().splitlines()[-1:]}")
+    # the scrape-config example, its rule_files pointed at this tree's rules
+    with open(os.path.join(os.path.dirname(RULES), "prometheus-scrape.yml")) as f:
+        example = f.read()
+    conf = os.path.join(os.path.dirname(os.path.abspath(promtool_dir)), "scrape-example.yml")
+    with open(conf, "w") as f:
+        f.write(example.replace("/etc/prometheus/watt-rules.yml", RULES))
+    r = subprocess.run([promtool, "check", "config", conf], capture_output=True, text=True)
+    check(r.returncode == 0 and "rule files found" in r.stdout,
+          f"promtool check config prometheus-scrape.yml: {(r.stdout + r.stderr).strip()[-200:]}")
     _, text = fetch(aport2)
     r = subprocess.run([promtool, "check", "metrics"], input=text.decode(), capture_output=True,
                        text=True)
@@ -211,7 +220,7 @@ def main():
             up = wait_for(lambda: (lambda r: r if len(r or []) == 2 else None)(
                 query(pport, 'up{job="watt"} == 1')), 30)
             check(len(up or []) == 2, "Prometheus scrapes both agents (up == 1)")
-            promtool_checks(aport2)
+            promtool_checks(aport2, os.path.join(d, "promtool"))
             hdr, om = fetch(aport2, PROM_ACCEPT, "gzip")
             check(hdr.get("Content-Encoding") == "gzip" and "Accept-Encoding" in hdr.get("Vary", "")
                   and om.endswith(b"# EOF\n") and b"\nwatt_fleet_migrations_total{" in om
