@@ -28,10 +28,18 @@ struct family {
     bool samples;
 };
 
+/* A series of the current family: its labels in name order, and where. */
+struct series_key {
+    char *labels;
+    unsigned line;
+};
+
 struct conv {
     struct family *v;
     size_t n, cap;
     struct family *cur;
+    struct series_key *keys; /* the current family's series */
+    size_t nkeys, kcap;
     struct strbuf text, om;
     unsigned line;
     char *err;
@@ -137,6 +145,39 @@ static void om_meta(struct conv *c, struct family *f)
     }
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+    const struct series_key *x = a, *y = b;
+    int r = strcmp(x->labels, y->labels);
+    return r ? r : (x->line > y->line) - (x->line < y->line);
+}
+
+static void keys_clear(struct conv *c)
+{
+    for (size_t i = 0; i < c->nkeys; i++)
+        free(c->keys[i].labels);
+    c->nkeys = 0;
+}
+
+/* At a family's end: no series twice (the same labels in any order),
+ * which OpenMetrics forbids and Prometheus would drop. */
+static int check_series(struct conv *c)
+{
+    if (c->nkeys > 1)
+        qsort(c->keys, c->nkeys, sizeof(*c->keys), cmp_key);
+    for (size_t i = 1; i < c->nkeys; i++)
+        if (streq(c->keys[i - 1].labels, c->keys[i].labels)) {
+            c->line = c->keys[i].line;
+            const char *l = c->keys[i].labels;
+            int r = fail(c, "%s%s%s%s again: the same series twice", c->cur->name, *l ? "{" : "", l,
+                         *l ? "}" : "");
+            keys_clear(c);
+            return r;
+        }
+    keys_clear(c);
+    return 0;
+}
+
 /* The family NAME belongs to: the current one, or a new one after it. A
  * family met before is split, which neither format allows. */
 static int family_of(struct conv *c, const char *name, struct family **ret)
@@ -152,8 +193,12 @@ static int family_of(struct conv *c, const char *name, struct family **ret)
         return fail(c, "%s is not named " FLEET_PREFIX "*", name);
     if (c->n >= MAX_FAMILIES)
         return fail(c, "more than %u families", MAX_FAMILIES);
-    if (c->cur)
+    if (c->cur) {
         om_meta(c, c->cur);
+        int r = check_series(c);
+        if (r < 0)
+            return r;
+    }
     c->v = grow_array(c->v, sizeof(*c->v), c->n, &c->cap);
     c->cur = &c->v[c->n++];
     *c->cur = (struct family){.name = xstrdup(name)};
@@ -230,12 +275,38 @@ static int on_type(struct conv *c, char *rest)
     return type_rules(c, f);
 }
 
+struct label {
+    const char *s; /* name="value" */
+    size_t n, name_n;
+};
+
+static int cmp_label(const void *a, const void *b)
+{
+    const struct label *x = a, *y = b;
+    size_t n = x->name_n < y->name_n ? x->name_n : y->name_n;
+    int r = memcmp(x->s, y->s, n);
+    return r ? r : (x->name_n > y->name_n) - (x->name_n < y->name_n);
+}
+
+/* The series' labels in name order into KEY: one series, whatever the
+ * order they were written in. */
+static void label_key(struct label *v, size_t n, struct strbuf *key)
+{
+    qsort(v, n, sizeof(*v), cmp_label);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            strbuf_putc(key, ',');
+        strbuf_append_n(key, v[i].s, v[i].n);
+    }
+}
+
 /* {a="x",b="y"} at *P, checked and copied to OUT as it is (both formats
- * escape label values alike: \\, \" and \n). */
-static int take_labels(struct conv *c, char **p, struct strbuf *out)
+ * escape label values alike: \\, \" and \n); KEY gets them sorted. */
+static int take_labels(struct conv *c, char **p, struct strbuf *out, struct strbuf *key)
 {
     char *s = *p + 1;
     const char *seen[MAX_LABELS];
+    struct label lab[MAX_LABELS];
     size_t nseen = 0;
     strbuf_putc(out, '{');
     for (;;) {
@@ -263,6 +334,7 @@ static int take_labels(struct conv *c, char **p, struct strbuf *out)
         if (*v != '"')
             return fail(c, "label %.*s: value not closed", (int)n, s);
         strbuf_append_n(out, s, (size_t)(v + 1 - s));
+        lab[nseen - 1] = (struct label){.s = s, .n = (size_t)(v + 1 - s), .name_n = n};
         s = v + 1;
         if (*s == ',')
             s++;
@@ -270,6 +342,7 @@ static int take_labels(struct conv *c, char **p, struct strbuf *out)
             return fail(c, "expected , or } after label %.*s", (int)n, seen[nseen - 1]);
     }
     strbuf_putc(out, '}');
+    label_key(lab, nseen, key);
     *p = s + 1;
     return 0;
 }
@@ -343,16 +416,16 @@ static int on_sample(struct conv *c, char *line)
     if (!n || (line[n] != '{' && line[n] != ' ' && line[n] != '\t'))
         return fail(c, "bad sample '%.40s'", line);
     char *p = line + n;
-    struct strbuf labels = {0};
-    int r = *p == '{' ? take_labels(c, &p, &labels) : 0;
-    char save = *p;
+    struct strbuf labels = {0}, key = {0};
+    int r = *p == '{' ? take_labels(c, &p, &labels, &key) : 0;
+    char save = line[n];
     line[n] = '\0';
     struct family *f;
     if (r >= 0 && (r = family_of(c, line, &f)) >= 0 && f->type == T_UNSET) {
         f->type = T_UNTYPED; /* no TYPE: untyped, unknown in OpenMetrics */
         r = type_rules(c, f);
     }
-    line[n] = save == '{' ? '{' : ' ';
+    line[n] = save;
     char *val = r >= 0 ? next_token(&p) : NULL, *ts = val ? next_token(&p) : NULL;
     const char *om_val = NULL;
     if (r >= 0 && !val)
@@ -364,6 +437,9 @@ static int on_sample(struct conv *c, char *line)
     if (r >= 0) {
         om_meta(c, f);
         f->samples = true;
+        c->keys = grow_array(c->keys, sizeof(*c->keys), c->nkeys, &c->kcap);
+        c->keys[c->nkeys++] =
+            (struct series_key){.labels = xstrdup(strbuf_str(&key)), .line = c->line};
         strbuf_append(&c->om, f->name);
         strbuf_append(&c->om, strbuf_str(&labels));
         strbuf_putc(&c->om, ' ');
@@ -373,6 +449,7 @@ static int on_sample(struct conv *c, char *line)
         strbuf_putc(&c->om, '\n');
     }
     strbuf_free(&labels);
+    strbuf_free(&key);
     return r;
 }
 
@@ -412,8 +489,12 @@ int fleet_doc_convert(const char *buf, size_t len, char **ret_text, char **ret_o
         r = on_line(&c, s);
         s = nl ? nl + 1 : NULL;
     }
-    if (r >= 0 && c.cur)
+    if (r >= 0 && c.cur) {
         om_meta(&c, c.cur);
+        r = check_series(&c);
+    }
+    keys_clear(&c);
+    free(c.keys);
     for (size_t i = 0; i < c.n; i++)
         free(c.v[i].name);
     free(c.v);

@@ -81,6 +81,13 @@ static void test_refused(void **state)
     static const char *const bad[][2] = {
         {"watt_fleet_a 1\nwatt_fleet_b 1\nwatt_fleet_a 2\n", "line 3: watt_fleet_a again"},
         {"node_load1 1\n", "line 1: node_load1 is not named watt_fleet_*"},
+        {"watt_fleet_x{a=\"1\",b=\"2\"} 1\nwatt_fleet_x{a=\"2\"} 1\nwatt_fleet_x{b=\"2\",a=\"1\"} "
+         "2\n",
+         "line 3: watt_fleet_x{a=\"1\",b=\"2\"} again: the same series twice"},
+        {"watt_fleet_x 1\nwatt_fleet_x 2\nwatt_fleet_y 1\n",
+         "line 2: watt_fleet_x again: the same"},
+        {"watt_fleet_y 1\nwatt_fleet_x{ab=\"1\",a=\"1\"} 1\nwatt_fleet_x{a=\"1\",ab=\"1\"} 1\n",
+         "line 3: watt_fleet_x{a=\"1\",ab=\"1\"} again"},
         {"watt_energy_joules_total 1\n", "not named watt_fleet_"},
         {"# TYPE watt_fleet_x counter\n", "line 1: counter watt_fleet_x does not end in _total"},
         {"# TYPE watt_fleet_x_total gauge\n", "ends in _total but is not a counter"},
