@@ -6,7 +6,8 @@
  * none can collide with the agent's own), each family's lines together
  * and its HELP and TYPE once and before its samples, counters named
  * *_total with values that are not negative, gauge and untyped names not
- * ending in _total, valid names, label sets and values, UTF-8. A file
+ * ending in _total, valid names, label sets and values, no series twice,
+ * UTF-8. A file
  * that passes is served as it is in the text format and converted for
  * OpenMetrics (counter families named without _total, untyped as
  * unknown, HELP's quotes escaped, millisecond timestamps as seconds); one
