@@ -185,6 +185,18 @@ def main():
             missing = sorted(copts - got)
             check(not missing, "bash: every option of watt fleet run --help over its sub-verbs"
                   + (f"; missing {' '.join(missing)}" if missing else ""))
+        # installed as DATADIR/bash-completion/completions/watt, bash-completion
+        # finds it by the command's name when watt is first completed
+        data = os.path.join(tmp, "share")
+        os.makedirs(os.path.join(data, "bash-completion", "completions"))
+        shutil.copy(BASH_COMP, os.path.join(data, "bash-completion", "completions", "watt"))
+        p = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                            f"source {shlex.quote(BASH_COMPLETION)}; _completion_loader watt; "
+                            "complete -p watt"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, XDG_DATA_DIRS=data))
+        check(p.stdout.strip() == "complete -F _watt watt",
+              f"bash: bash-completion loads completions/watt on demand ({p.stdout.strip()})")
         # the check can fail: an option no verb has is not offered
         check("--no-such-option" not in set().union(*answers), "bash: offers no unknown option")
 
