@@ -75,8 +75,8 @@ _watt()
     # values of the options that take one
     case $prev in
         -c)
-            # agent: --config FILE; report, tune, restore: --config-dir DIR
-            if [[ $verb == agent ]]; then _filedir; else _filedir -d; fi
+            # agent, fleet: --config FILE; report, tune, restore: --config-dir DIR
+            if [[ $verb == agent || $verb == fleet ]]; then _filedir; else _filedir -d; fi
             return
             ;;
         --root | -r | --config-dir)
