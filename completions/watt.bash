@@ -207,11 +207,12 @@ _watt()
                 local -a args=()
                 for ((i = sub_i + 1; i < cword; i++)); do
                     [[ ${words[i]} == -* ]] && continue
-                    [[ ${words[i - 1]} == --config ]] && continue
+                    [[ ${words[i - 1]} == --config || ${words[i - 1]} == -c ]] && continue
                     args+=("${words[i]}")
                 done
                 local config
                 config=$(_watt_opt_value --config)
+                [[ -n $config ]] || config=$(_watt_opt_value -c)
                 if [[ $sub == approve ]]; then
                     COMPREPLY=($(compgen -W 'all' -- "$cur"))
                 elif ((${#args[@]} == 0)); then

@@ -120,6 +120,8 @@ def expectations(confdir, ini):
         ("profiles for agent --profile", ["watt", "agent", "--profile", ""], {"balanced"}),
         ("host names of fleet.ini", ["watt", "fleet", "host", "--config", ini, ""],
          {"rack1-a", "rack1-b"}),
+        ("host names, fleet.ini given with -c", ["watt", "fleet", "host", "-c", ini, "r"],
+         {"rack1-a", "rack1-b"}),
         ("host actions", ["watt", "fleet", "host", "--config", ini, "rack1-a", ""],
          {"status", "on", "off", "list", "maintenance"}),
         ("top --sort keys", ["watt", "top", "--sort", ""], {"wakeups", "power", "cpu", "idle"}),
