@@ -18,6 +18,9 @@ if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk powertop tmux util-linux)
     # the fleet lab: three libvirt session daemons with TCG guests, simulated BMCs
     pkgs+=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 openipmi ipmitool passwd)
+    # the man pages (scdoc builds them, man renders them) and the shell
+    # completions driven for real (tests/cli/test_man.py, test_completion.py)
+    pkgs+=(scdoc man-db bash-completion zsh)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
