@@ -18,6 +18,9 @@ if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk powertop tmux util-linux)
     # the fleet lab: three libvirt session daemons with TCG guests, simulated BMCs
     pkgs+=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 openipmi ipmitool passwd)
+    # the systemd units' test: systemd-analyze verify/security/syscall-filter,
+    # and the unit's filter emulated with libseccomp (tests/helpers/unit_seccomp)
+    pkgs+=(systemd libseccomp-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
