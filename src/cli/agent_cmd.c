@@ -48,13 +48,14 @@ static void usage(FILE *f)
 
 /* Without --config: the default file when it is there (an unreadable one
  * is an error, as with --config), built-in defaults when it is not, so
- * that a fresh install's service starts (loopback only, nothing tuned). */
-static const char *default_config(void)
+ * that a fresh install's service starts (loopback only, nothing tuned).
+ * The file is still the one a SIGHUP reads, once someone writes it. */
+static bool default_config_missing(void)
 {
     if (access(WATT_AGENT_CONFIG, F_OK) == 0 || errno != ENOENT)
-        return WATT_AGENT_CONFIG;
+        return false;
     fprintf(stderr, "watt agent: no %s: running on built-in defaults\n", WATT_AGENT_CONFIG);
-    return NULL;
+    return true;
 }
 
 int verb_agent(int argc, char **argv)
@@ -138,9 +139,12 @@ int verb_agent(int argc, char **argv)
         fprintf(stderr, "watt agent: unexpected argument '%s'\n", argv[optind]);
         r = 2;
     }
-    if (r == 0 && !config)
-        config = default_config();
-    if (r == 0 && config) {
+    bool optional = !config, missing = false;
+    if (!config)
+        config = WATT_AGENT_CONFIG;
+    if (r == 0 && optional)
+        missing = default_config_missing();
+    if (r == 0 && !missing) {
         _cleanup_free_ char *err = NULL;
         if (agent_config_load(config, &cfg, &err) < 0) {
             fprintf(stderr, "watt agent: %s\n", err);
@@ -167,7 +171,7 @@ int verb_agent(int argc, char **argv)
             free(cfg.profile);
             cfg.profile = xstrdup(ovr.profile);
         }
-        r = agent_run(&cfg, config, &ovr, mask) < 0 ? 1 : 0;
+        r = agent_run(&cfg, config, optional, &ovr, mask) < 0 ? 1 : 0;
     }
     agent_config_free(&cfg);
     agent_config_free(&ovr);

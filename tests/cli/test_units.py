@@ -23,6 +23,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -228,6 +229,11 @@ def test_agent(unit):
               f"... counts wake-ups ({total:.0f}) and says by which path ({info.get('path')})")
         if info.get("path") == "proc":
             check(bool(info.get("why_not_traced")), "... and, counting from /proc, why")
+        p.send_signal(signal.SIGHUP)  # systemctl reload: the default file is still missing
+        for _ in range(100):
+            if get(port, "/healthz")[0] == 200 and p.poll() is None:
+                break
+            time.sleep(0.05)
     finally:
         rc = stop(p)
         err = p.stderr.read()
@@ -235,6 +241,8 @@ def test_agent(unit):
     check("running on built-in defaults" in err,
           f"... and said it runs on built-in defaults ({err.strip().splitlines()[:3]})")
     check("SIGSYS" not in err and "Bad system call" not in err, "... no call killed it (SIGSYS)")
+    check(f"SIGHUP: no {conf}: keeping the built-in defaults" in err,
+          "... and a reload without the file keeps the defaults, saying so")
 
 
 def test_refused_mount(unit, tmp):
