@@ -245,14 +245,45 @@ def test_agent(unit):
           "... and a reload without the file keeps the defaults, saying so")
 
 
+def tracing_mounts():
+    with open("/proc/self/mountinfo") as f:
+        return [ln.split(" - ")[0].split()[4] for ln in f
+                if " - tracefs " in ln or " - debugfs " in ln]
+
+
+def test_trace_path(unit, tmp):
+    """wakeups = trace under the filter: tracefs wherever the mount table
+    has it (this VM: only debugfs's tracing/, /sys/kernel/tracing empty),
+    with no mount() (the filter would refuse it)."""
+    mounts = tracing_mounts()
+    ini = os.path.join(tmp, "trace-here.ini")
+    with open(ini, "w") as f:
+        f.write("[agent]\nwakeups = trace\n")
+    port = free_port()
+    argv = exec_argv(unit, "ExecStart") + ["--config", ini, "--listen", f"127.0.0.1:{port}",
+                                           "--control", ""]
+    p = start_agent(under_unit(unit, argv), port)
+    try:
+        info = path_info(wait_samples(port))
+    finally:
+        rc = stop(p)
+        p.stderr.read()
+    print(f"# tracing file systems mounted here: {mounts}; wakeups = trace took {info}")
+    if os.geteuid() == 0 and mounts:
+        check(info.get("path") == "trace" and rc == 0,
+              f"wakeups = trace under the filter: the tracepoint ring, tracefs found in the "
+              f"mount table at {mounts[-1]} without mount() ({info.get('path')}, exit {rc})")
+    else:
+        check(info.get("path") in ("trace", "proc") and rc == 0,
+              f"wakeups = trace under the filter: path {info.get('path')} said, exit {rc}")
+
+
 def test_refused_mount(unit, tmp):
     """No tracefs and no debugfs in a private mount namespace: the agent
     tries mount(), the filter refuses it with EPERM, and the agent counts
     from /proc and says why, in /metrics and /status."""
     unshare = shutil.which("unshare")
-    with open("/proc/self/mountinfo") as f:
-        mounts = [ln.split(" - ")[0].split()[4] for ln in f
-                  if " - tracefs " in ln or " - debugfs " in ln]
+    mounts = tracing_mounts()
     if os.geteuid() != 0 or not unshare:
         print("# skip: the refused mount needs root and unshare (a private mount namespace)")
         return
@@ -282,10 +313,7 @@ def test_refused_mount(unit, tmp):
         err = p.stderr.read()
     check(rc == 0 and "refused: EPERM" in err,
           f"... and on stderr; exits 0 on SIGTERM (got {rc}: {err.strip().splitlines()[-3:]})")
-    with open("/proc/self/mountinfo") as f:
-        now = [ln.split(" - ")[0].split()[4] for ln in f
-               if " - tracefs " in ln or " - debugfs " in ln]
-    check(now == mounts, "... this machine's own mounts untouched")
+    check(tracing_mounts() == mounts, "... this machine's own mounts untouched")
 
 
 def test_bad_config(unit, tmp):
@@ -373,6 +401,7 @@ def main():
         test_filter_itself(agent_unit)
         test_agent(agent_unit)
         test_bad_config(agent_unit, tmp)
+        test_trace_path(agent_unit, tmp)
         test_refused_mount(agent_unit, tmp)
         test_tune(tune_unit, tmp)
     return summary()
