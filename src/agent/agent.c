@@ -803,8 +803,6 @@ static void apply_overrides(struct agent_config *c, const struct agent_config *o
     }
 }
 
-/* SIGHUP: re-read the config; a broken one leaves the running one as it
- * is. Listen address and root need a restart (said so). */
 /* Started without --config, and the default file is (still) missing. */
 static bool no_config_file(const struct agent *a)
 {
@@ -812,6 +810,8 @@ static bool no_config_file(const struct agent *a)
            (a->config_optional && access(a->config_path, F_OK) < 0 && errno == ENOENT);
 }
 
+/* SIGHUP: re-read the config; a broken one leaves the running one as it
+ * is. Listen address and root need a restart (said so). */
 static void reload_config(struct agent *a)
 {
     if (!a->config_path) {
