@@ -241,6 +241,8 @@ def test_agent(unit):
     check("running on built-in defaults" in err,
           f"... and said it runs on built-in defaults ({err.strip().splitlines()[:3]})")
     check("SIGSYS" not in err and "Bad system call" not in err, "... no call killed it (SIGSYS)")
+    san = [ln for ln in err.splitlines() if "Sanitizer" in ln or "runtime error:" in ln]
+    check(not san, f"... no sanitizer report under the filter ({san[:2]})")
     check(f"SIGHUP: no {conf}: keeping the built-in defaults" in err,
           "... and a reload without the file keeps the defaults, saying so")
 
