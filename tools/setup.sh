@@ -21,6 +21,9 @@ if [ "${1:-}" = "--test" ]; then
     # the man pages (scdoc builds them, man renders them) and the shell
     # completions driven for real (tests/cli/test_man.py, test_completion.py)
     pkgs+=(scdoc man-db bash-completion zsh)
+    # the systemd units' test: systemd-analyze verify/security/syscall-filter,
+    # and the unit's filter emulated with libseccomp (tests/helpers/unit_seccomp)
+    pkgs+=(systemd libseccomp-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

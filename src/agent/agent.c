@@ -52,6 +52,7 @@ struct snapshot {
 struct agent {
     struct agent_config cfg;
     const char *config_path;
+    bool config_optional; /* config_path is the default file: may be missing */
     const struct agent_config *overrides;
     unsigned override_mask;
     struct host *h;
@@ -827,12 +828,24 @@ static void apply_overrides(struct agent_config *c, const struct agent_config *o
     }
 }
 
+/* Started without --config, and the default file is (still) missing. */
+static bool no_config_file(const struct agent *a)
+{
+    return !a->config_path ||
+           (a->config_optional && access(a->config_path, F_OK) < 0 && errno == ENOENT);
+}
+
 /* SIGHUP: re-read the config; a broken one leaves the running one as it
  * is. Listen address and root need a restart (said so). */
 static void reload_config(struct agent *a)
 {
     if (!a->config_path) {
         fprintf(stderr, "watt agent: SIGHUP: no --config to reload\n");
+        return;
+    }
+    if (no_config_file(a)) {
+        fprintf(stderr, "watt agent: SIGHUP: no %s: keeping the built-in defaults\n",
+                a->config_path);
         return;
     }
     struct agent_config c;
@@ -984,6 +997,9 @@ static void on_control(struct agent *a)
         } else if (streq(cmd, "reload")) {
             if (!a->config_path) {
                 strbuf_append(&out, "error: started without --config: nothing to reload\n");
+            } else if (no_config_file(a)) {
+                strbuf_appendf(&out, "error: no --config and no %s: nothing to reload\n",
+                               a->config_path);
             } else {
                 reload(a);
                 strbuf_append(&out, "ok: reloaded (see the agent's log for the outcome)\n");
@@ -1144,7 +1160,7 @@ static void loop(struct agent *a)
     }
 }
 
-int agent_run(const struct agent_config *start, const char *config_path,
+int agent_run(const struct agent_config *start, const char *config_path, bool config_optional,
               const struct agent_config *overrides, unsigned override_mask)
 {
     struct agent a = {.epfd = -1,
@@ -1155,6 +1171,7 @@ int agent_run(const struct agent_config *start, const char *config_path,
                       .ctl = {.fd = -1},
                       .lfd = -1,
                       .config_path = config_path,
+                      .config_optional = config_optional,
                       .overrides = overrides,
                       .override_mask = override_mask};
     a.cfg = *start;

@@ -75,8 +75,10 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
 
 /* Run until SIGTERM/SIGINT. CONFIG_PATH (may be NULL) is re-read on
  * SIGHUP; OVERRIDES are re-applied over it (the command line wins).
- * Returns 0 on a clean exit, < 0 when it could not start. */
-int agent_run(const struct agent_config *start, const char *config_path,
+ * CONFIG_OPTIONAL: CONFIG_PATH is the default file, which may not exist
+ * (then a SIGHUP keeps the built-in defaults, and says so). Returns 0 on
+ * a clean exit, < 0 when it could not start. */
+int agent_run(const struct agent_config *start, const char *config_path, bool config_optional,
               const struct agent_config *overrides, unsigned override_mask);
 
 enum {

@@ -236,7 +236,9 @@ static const struct fam f_path =
     GAUGE("watt_agent_wakeups_path_info", NULL,
           "The path wake-ups are counted by: path=\"bpf\" (counted in the kernel), \"trace\" "
           "(the tracepoint ring) or \"proc\"; mode is the config's choice, why_not_bpf the "
-          "reason the BPF counters are not used (\"\" when they are).");
+          "reason the BPF counters are not used (\"\" when they are), why_not_traced the "
+          "reason /proc counts (\"\" unless path=\"proc\": tracefs not mounted and its "
+          "mount refused, perf not allowed).");
 static const struct fam f_lost = COUNTER("watt_wakeups_lost_events_total", NULL,
                                          "Trace events the kernel dropped (ring buffer full).");
 
@@ -263,6 +265,8 @@ void agent_attrib_render(struct mw *w, const struct agent_attrib *a)
     mw_label(w, "path", wake_path_name(a->path));
     mw_label(w, "mode", wake_mode_name((enum wake_mode)a->mode));
     mw_label(w, "why_not_bpf", a->path == WAKE_PATH_BPF || !a->why_not_bpf ? "" : a->why_not_bpf);
+    mw_label(w, "why_not_traced",
+             a->path != WAKE_PATH_PROC || !a->why_not_traced ? "" : a->why_not_traced);
     mw_value_u64(w, 1);
     if (a->have_power) {
         cg_series(w, &f_cg_energy, a, 0);

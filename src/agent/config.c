@@ -282,8 +282,9 @@ int agent_config_load(const char *path, struct agent_config *c, char **ret_err)
 {
     _cleanup_fclose_ FILE *f = fopen(path, "re");
     if (!f) {
-        *ret_err = xasprintf("%s: %s", path, strerror(errno));
-        return -errno;
+        int r = -errno; /* before xasprintf, which may set errno */
+        *ret_err = xasprintf("cannot read config %s: %s", path, strerror(-r));
+        return r;
     }
     char buf[65536];
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);

@@ -13,7 +13,13 @@
 #include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
+#include "config.h"
 #include "tune/profile.h"
+
+/* sysexits.h's EX_CONFIG: the config file is missing (given with
+ * --config), unreadable or broken. Restarting cannot help, so the unit
+ * lists it in RestartPreventExitStatus= (dist/watt-agent.service.in). */
+#define AGENT_EXIT_CONFIG 78
 
 static void usage(FILE *f)
 {
@@ -26,13 +32,30 @@ static void usage(FILE *f)
             "when asked by Accept), /status (watt report --json), /healthz.\n"
             "\n"
             "  --config FILE      INI file, [agent] section (docs/agent.md); SIGHUP re-reads it\n"
+            "                     (default %s when it exists, else built-in defaults)\n"
             "  --listen ADDR:PORT where to listen (default 127.0.0.1:%u)\n"
             "  --interval S       seconds between samples (default 1)\n"
             "  --root DIR         read a recorded tree instead of this machine\n"
             "  --control PATH     the watt ctl socket (default %s; '' for none)\n"
             "  --profile NAME     apply this watt tune profile while running and run its\n"
-            "                     [latency] guard; restored on exit (docs/agent.md)\n",
-            AGENT_DEFAULT_PORT, AGENT_DEFAULT_PORT, AGENT_DEFAULT_CONTROL);
+            "                     [latency] guard; restored on exit (docs/agent.md)\n"
+            "\n"
+            "Exit status: 0 stopped by a signal, 1 could not start, 2 bad usage,\n"
+            "%d the config file is missing (--config), unreadable or broken.\n",
+            AGENT_DEFAULT_PORT, WATT_AGENT_CONFIG, AGENT_DEFAULT_PORT, AGENT_DEFAULT_CONTROL,
+            AGENT_EXIT_CONFIG);
+}
+
+/* Without --config: the default file when it is there (an unreadable one
+ * is an error, as with --config), built-in defaults when it is not, so
+ * that a fresh install's service starts (loopback only, nothing tuned).
+ * The file is still the one a SIGHUP reads, once someone writes it. */
+static bool default_config_missing(void)
+{
+    if (access(WATT_AGENT_CONFIG, F_OK) == 0 || errno != ENOENT)
+        return false;
+    fprintf(stderr, "watt agent: no %s: running on built-in defaults\n", WATT_AGENT_CONFIG);
+    return true;
 }
 
 int verb_agent(int argc, char **argv)
@@ -47,11 +70,12 @@ int verb_agent(int argc, char **argv)
     const char *config = NULL;
     unsigned mask = 0;
     int ch, r = 0;
+    bool help = false;
 
     agent_config_default(&cfg);
     agent_config_default(&ovr);
     optind = 1;
-    while (r == 0 && (ch = getopt_long(argc, argv, "c:l:i:r:h", opts, NULL)) != -1) {
+    while (r == 0 && !help && (ch = getopt_long(argc, argv, "c:l:i:r:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             config = optarg;
@@ -99,22 +123,32 @@ int verb_agent(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
-            r = 1;
+            help = true;
             break;
         default:
             usage(stderr);
             r = 2;
         }
     }
+    if (help) {
+        agent_config_free(&cfg);
+        agent_config_free(&ovr);
+        return 0;
+    }
     if (r == 0 && optind < argc) {
         fprintf(stderr, "watt agent: unexpected argument '%s'\n", argv[optind]);
         r = 2;
     }
-    if (r == 0 && config) {
+    bool optional = !config, missing = false;
+    if (!config)
+        config = WATT_AGENT_CONFIG;
+    if (r == 0 && optional)
+        missing = default_config_missing();
+    if (r == 0 && !missing) {
         _cleanup_free_ char *err = NULL;
         if (agent_config_load(config, &cfg, &err) < 0) {
             fprintf(stderr, "watt agent: %s\n", err);
-            r = 2;
+            r = AGENT_EXIT_CONFIG;
         }
     }
     if (r == 0) {
@@ -137,11 +171,11 @@ int verb_agent(int argc, char **argv)
             free(cfg.profile);
             cfg.profile = xstrdup(ovr.profile);
         }
-        r = agent_run(&cfg, config, &ovr, mask) < 0 ? 1 : 0;
+        r = agent_run(&cfg, config, optional, &ovr, mask) < 0 ? 1 : 0;
     }
     agent_config_free(&cfg);
     agent_config_free(&ovr);
-    return r == 1 && !config && mask == 0 ? 0 : r;
+    return r;
 }
 
 int verb_ctl(int argc, char **argv)

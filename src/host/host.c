@@ -21,6 +21,7 @@
 #include "host/beneath.h"
 #include "host/cache.h"
 #include "host/fault.h"
+#include "host/mountinfo.h"
 
 #define HOST_MAX_FILE (64u << 20)
 
@@ -1127,11 +1128,11 @@ int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
 
 #define TRACEFS_MOUNT "/sys/kernel/tracing"
 
-/* 0 when sys/PATH is a directory; its -errno otherwise (-ENOTDIR). */
-static int dir_at(struct host *h, const char *path)
+/* 0 when PATH under d is a directory; its -errno otherwise (-ENOTDIR). */
+static int dir_at(struct host *h, enum host_dir d, const char *path)
 {
     struct stat st;
-    int r = stat_at(h, HOST_SYS, path, &st);
+    int r = stat_at(h, d, path, &st);
     return r < 0 ? r : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
@@ -1142,25 +1143,60 @@ static int mount_tracefs(struct host *h)
     if (mount("nodev", TRACEFS_MOUNT, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         return -errno;
     h->tracefs_mounted = true;
-    int r = dir_at(h, "kernel/tracing/events");
+    int r = dir_at(h, HOST_ROOTDIR, "sys/kernel/tracing/events");
     if (r < 0)
         host_tracefs_unmount(h);
     return r;
 }
 
+/* The events directory of a tracing file system the mount table lists,
+ * relative to the root; -ENOENT when it lists none, the read's error when
+ * there is no readable table (no /proc). */
+static int tracing_from_mountinfo(struct host *h, char **ret_events)
+{
+    _cleanup_free_ char *text = NULL, *dir = NULL;
+    size_t len;
+    int r = host_read(h, HOST_PROC, "self/mountinfo", &text, &len);
+    if (r < 0)
+        return r;
+    r = mountinfo_find_tracing(text, len, &dir, NULL);
+    if (r < 0)
+        return r;
+    if (r == MOUNTINFO_TRACE_NONE)
+        return -ENOENT;
+    const char *rel = dir + strspn(dir, "/");
+    *ret_events = xasprintf("%s%sevents", rel, *rel ? "/" : "");
+    return 0;
+}
+
 int host_tracefs_events(struct host *h, char **ret_dir, bool *ret_mounted)
 {
-    static const char *const dirs[] = {"kernel/tracing/events", "kernel/debug/tracing/events"};
+    static const char *const dirs[] = {"sys/kernel/tracing/events",
+                                       "sys/kernel/debug/tracing/events"};
+    if (h->live) {
+        char *found = NULL;
+        int r = tracing_from_mountinfo(h, &found);
+        if (r == 0 && (r = dir_at(h, HOST_ROOTDIR, found)) == 0) {
+            *ret_dir = found;
+            *ret_mounted = false;
+            return 0;
+        }
+        free(found);
+        if (r == -EACCES)
+            return r;
+        /* none listed, or no table to ask: look, then mount, as below */
+    }
     bool mounted = false;
-    int r = dir_at(h, dirs[0]), err = r;
+    int r = dir_at(h, HOST_ROOTDIR, dirs[0]), err = r;
     /* our own mount before debugfs: a look into debugfs's "tracing" makes
-     * the kernel mount tracefs there, for good */
+     * the kernel mount tracefs there, for good (when the mount table was
+     * read, neither is mounted by now) */
     if (r < 0 && r != -EACCES && h->live) {
         r = err = mount_tracefs(h);
         mounted = r == 0;
     }
     size_t i = 0;
-    if (r < 0 && (r = dir_at(h, dirs[1])) == 0)
+    if (r < 0 && (r = dir_at(h, HOST_ROOTDIR, dirs[1])) == 0)
         i = 1; /* before 4.1: tracing lives in debugfs */
     if (r < 0)
         return err == -ENOENT ? r : err; /* the mount's error says more */

@@ -158,13 +158,17 @@ int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
 
 /* tracefs (Documentation/trace/ftrace.rst): the event directories the
  * perf tracepoint users read ids and formats from. *ret_dir is the events
- * directory relative to HOST_SYS ("kernel/tracing/events", or before 4.1
- * "kernel/debug/tracing/events" under debugfs), owned. On a live root
- * without the first, tracefs is mounted at /sys/kernel/tracing (mount(2)
- * "nodev", "tracefs"), *ret_mounted says so, and host_tracefs_unmount()
- * takes it away again. -ENOENT on a recorded root without either; -EACCES
- * when tracefs is there but not searchable (mode 0700: not root); the
- * mount's -errno (-EPERM: not root) when it fails. */
+ * directory relative to HOST_ROOTDIR ("sys/kernel/tracing/events"), owned.
+ * On a live root the mount table (/proc/self/mountinfo, mountinfo.h) is
+ * asked first, before any mount(2): tracefs at /sys/kernel/tracing, else
+ * a tracefs mounted anywhere, else debugfs's tracing/. Only when none is
+ * listed is tracefs mounted at /sys/kernel/tracing (mount(2) "nodev",
+ * "tracefs"); *ret_mounted says so, and host_tracefs_unmount() takes it
+ * away again. A recorded root is looked in at sys/kernel/tracing/events,
+ * then sys/kernel/debug/tracing/events (before 4.1), and -ENOENT without
+ * either; -EACCES when tracefs is there but not searchable (mode 0700: not
+ * root); the mount's -errno when it fails (-EPERM: not root, or a seccomp
+ * filter's SystemCallErrorNumber=EPERM; -ENOSYS from some filters). */
 int host_tracefs_events(struct host *h, char **ret_dir, bool *ret_mounted);
 /* Unmount tracefs if host_tracefs_events() mounted it (and nobody holds a
  * file open there: then it stays). */

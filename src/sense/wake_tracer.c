@@ -88,7 +88,7 @@ static int read_format(struct host *h, const char *dir, unsigned slot, struct tr
     _cleanup_free_ char *path = xasprintf("%s/%s/%s/format", dir, sys, ev);
     _cleanup_free_ char *text = NULL;
     size_t len;
-    int r = host_read(h, HOST_SYS, path, &text, &len);
+    int r = host_read(h, HOST_ROOTDIR, path, &text, &len);
     if (r < 0) {
         wake_set_why(ret_why, "tracepoint %s:%s: cannot read its format: %s", sys, ev,
                      errno_name(-r));
@@ -103,7 +103,7 @@ static int read_format(struct host *h, const char *dir, unsigned slot, struct tr
     }
     if (ret->id == 0) { /* every kernel prints ID:, but the id file is the reference */
         uint64_t id;
-        if (host_read_u64f(h, HOST_SYS, &id, "%s/%s/%s/id", dir, sys, ev) == 0 && id <= 0xffff)
+        if (host_read_u64f(h, HOST_ROOTDIR, &id, "%s/%s/%s/id", dir, sys, ev) == 0 && id <= 0xffff)
             ret->id = (unsigned)id;
     }
     return 0;
@@ -119,7 +119,9 @@ static int read_formats(struct wake_tracer *t, char **ret_why)
         return r;
     }
     if (r < 0) {
-        wake_set_why(ret_why, "tracefs is not mounted and could not be mounted: %s",
+        wake_set_why(ret_why,
+                     "tracefs is not mounted (neither tracefs nor debugfs in the mount table) "
+                     "and mount(2) was refused: %s",
                      errno_name(-r));
         return r;
     }

@@ -173,12 +173,15 @@ struct wake_tracer_opts {
 
 struct wake_tracer;
 /* Returns 1 and *ret when tracing works; 0 when it cannot here, with
- * *ret_why saying why in one line ("tracefs is not mounted and could not be
- * mounted: EPERM", "perf_event_open sched:sched_wakeup on CPU 0: EACCES
+ * *ret_why saying why in one line ("tracefs is not mounted (neither tracefs
+ * nor debugfs in the mount table) and mount(2) was refused: EPERM",
+ * "perf_event_open sched:sched_wakeup on CPU 0: EACCES
  * (needs root or CAP_PERFMON, or kernel.perf_event_paranoid = -1)",
- * "a recorded tree has no tracepoints"); < 0 on other errors. When tracefs
- * is not mounted it is mounted at /sys/kernel/tracing just long enough to
- * read the event ids and formats, then unmounted again. */
+ * "a recorded tree has no tracepoints"); < 0 on other errors. A tracefs
+ * (or debugfs) the mount table lists is used where it is
+ * (host_tracefs_events); only when none is, tracefs is mounted at
+ * /sys/kernel/tracing just long enough to read the event ids and formats,
+ * then unmounted again. */
 int wake_tracer_open(struct host *h, const struct wake_tracer_opts *o, struct wake_tracer **ret,
                      char **ret_why);
 /* The fds to poll for POLLIN (one per CPU ring). */

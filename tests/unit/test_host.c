@@ -19,6 +19,7 @@
 #include "base/util.h"
 #include "host/beneath.h"
 #include "host/host.h"
+#include "host/mountinfo.h"
 #include "host/topology.h"
 #include "tree.h"
 
@@ -576,6 +577,131 @@ static void test_cache_slow(void **state)
     (void)state;
 }
 
+/* ---- where tracefs is: real mountinfo lines ---- */
+
+/* Debian 12, booted by systemd (sys-kernel-tracing.mount and
+ * sys-kernel-debug.mount): tracefs at its canonical place. */
+static const char mi_debian12[] =
+    "22 28 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+    "23 28 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+    "28 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro\n"
+    "34 22 0:7 / /sys/kernel/debug rw,nosuid,nodev,noexec,relatime shared:15 - debugfs debugfs "
+    "rw\n"
+    "35 22 0:12 / /sys/kernel/tracing rw,nosuid,nodev,noexec,relatime shared:16 - tracefs "
+    "tracefs rw\n";
+
+/* This project's CI VM (no systemd as PID 1): debugfs mounted, and the
+ * kernel's automount of tracefs in its tracing/; /sys/kernel/tracing is
+ * an empty mount point. */
+static const char mi_ci_vm[] =
+    "21 26 0:20 / /proc rw,relatime - proc proc rw\n"
+    "22 26 0:21 / /sys rw,relatime - sysfs sysfs rw\n"
+    "26 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
+    "44 22 0:8 / /sys/kernel/debug rw,relatime - debugfs debugfs rw\n"
+    "45 44 0:13 / /sys/kernel/debug/tracing rw,relatime - tracefs tracefs rw\n";
+
+/* debugfs alone (tracing/ not looked in yet), at a path with a space. */
+static const char mi_debugfs_only[] =
+    "22 28 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+    "40 28 0:7 / /mnt/debug\\040fs rw,relatime shared:20 - debugfs none rw\n";
+
+/* A container: sysfs read-only, no tracing file system; and a bind mount
+ * of tracefs's events/ somewhere, which has no events/ at its top. */
+static const char mi_container[] =
+    "612 534 0:52 / / rw,relatime master:1 - overlay overlay "
+    "rw,lowerdir=/var/lib/docker/overlay2/l/A:/var/lib/docker/overlay2/l/B\n"
+    "613 612 0:56 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+    "617 612 0:60 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n"
+    "640 612 0:12 /events /srv/events rw,relatime - tracefs tracefs rw\n";
+
+/* tracefs mounted by hand elsewhere as well as debugfs: tracefs wins. */
+static const char mi_elsewhere[] =
+    "34 22 0:7 / /sys/kernel/debug rw,nosuid,nodev,noexec,relatime shared:15 - debugfs debugfs "
+    "rw\n"
+    "90 28 0:12 / /mnt/trace rw,relatime shared:40 - tracefs nodev rw\n"
+    "91 28 0:12 / /mnt/trace2 rw,relatime shared:40 - tracefs nodev rw\n";
+
+static void test_mountinfo_tracing(void **state)
+{
+    char *path = NULL;
+    unsigned line = 0;
+    assert_int_equal(mountinfo_find_tracing(mi_debian12, strlen(mi_debian12), &path, &line),
+                     MOUNTINFO_TRACE_CANONICAL);
+    assert_string_equal(path, "/sys/kernel/tracing");
+    free(path);
+    assert_int_equal(mountinfo_find_tracing(mi_ci_vm, strlen(mi_ci_vm), &path, &line),
+                     MOUNTINFO_TRACE_TRACEFS);
+    assert_string_equal(path, "/sys/kernel/debug/tracing");
+    free(path);
+    assert_int_equal(mountinfo_find_tracing(mi_debugfs_only, strlen(mi_debugfs_only), &path, &line),
+                     MOUNTINFO_TRACE_DEBUGFS);
+    assert_string_equal(path, "/mnt/debug fs/tracing");
+    free(path);
+    assert_int_equal(mountinfo_find_tracing(mi_elsewhere, strlen(mi_elsewhere), &path, &line),
+                     MOUNTINFO_TRACE_TRACEFS);
+    assert_string_equal(path, "/mnt/trace"); /* the first of a kind */
+    free(path);
+    path = NULL;
+    assert_int_equal(mountinfo_find_tracing(mi_container, strlen(mi_container), &path, &line),
+                     MOUNTINFO_TRACE_NONE);
+    assert_null(path);
+    assert_int_equal(mountinfo_find_tracing("", 0, &path, &line), MOUNTINFO_TRACE_NONE);
+    /* the length bounds the text: the canonical line cut off is not read */
+    size_t cut = strstr(mi_debian12, "35 22") - mi_debian12;
+    assert_int_equal(mountinfo_find_tracing(mi_debian12, cut, &path, &line),
+                     MOUNTINFO_TRACE_DEBUGFS);
+    assert_string_equal(path, "/sys/kernel/debug/tracing");
+    free(path);
+    path = NULL;
+
+    /* not mountinfo: says which line */
+    static const char *const bad[] = {
+        "22 28 0:21 / /sys rw - sysfs sysfs rw\n/proc/mounts style\n",
+        "22 28 0:21 / /sys rw shared:7 sysfs sysfs rw\n", /* no "-" */
+        "22 28 0:21 / /sys\\09 rw - sysfs sysfs rw\n",    /* broken escape */
+        "22 28 0:21 / sys rw - sysfs sysfs rw\n",         /* relative point */
+        "22 28 0:21 / /sys rw -\n",                       /* no fstype */
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        line = 0;
+        assert_int_equal(mountinfo_find_tracing(bad[i], strlen(bad[i]), &path, &line), -EBADMSG);
+        assert_int_equal(line, i == 0 ? 2 : 1);
+        assert_null(path);
+    }
+    (void)state;
+}
+
+/* A live root finds tracefs where this machine's mount table says, without
+ * mounting anything (the table is what it reads first). */
+static void test_tracefs_live(void **state)
+{
+    struct host *h;
+    assert_int_equal(host_open("/", &h), 0);
+    char *text = NULL, *want = NULL;
+    size_t len;
+    assert_int_equal(host_read(h, HOST_PROC, "self/mountinfo", &text, &len), 0);
+    int kind = mountinfo_find_tracing(text, len, &want, NULL);
+    assert_true(kind >= 0);
+    char *dir = NULL;
+    bool mounted = true;
+    int r = host_tracefs_events(h, &dir, &mounted);
+    if (kind > 0 && r == 0) {
+        assert_false(mounted);
+        char *expect = xasprintf("%s/events", want + 1);
+        assert_string_equal(dir, expect);
+        free(expect);
+    } else {
+        printf("# tracefs here: mount table kind %d, host_tracefs_events %d (%s)\n", kind, r,
+               r == 0 ? dir : strerror(-r));
+    }
+    host_tracefs_unmount(h);
+    free(dir);
+    free(want);
+    free(text);
+    host_close(h);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +718,8 @@ int main(void)
         cmocka_unit_test(test_root_links),
         cmocka_unit_test(test_reads_while_renaming),
         cmocka_unit_test(test_cache_slow),
+        cmocka_unit_test(test_mountinfo_tracing),
+        cmocka_unit_test(test_tracefs_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -911,12 +911,12 @@ static void test_tracefs_recorded(void **state)
                fmt_sched_wakeup);
     assert_int_equal(host_open(root, &h), 0);
     assert_int_equal(host_tracefs_events(h, &dir, &mounted), 0);
-    assert_string_equal(dir, "kernel/debug/tracing/events");
+    assert_string_equal(dir, "sys/kernel/debug/tracing/events");
     assert_false(mounted);
     free(dir);
     tree_write(root, "sys/kernel/tracing/events/power/cpu_idle/format", "%s", fmt_cpu_idle);
     assert_int_equal(host_tracefs_events(h, &dir, &mounted), 0);
-    assert_string_equal(dir, "kernel/tracing/events"); /* preferred */
+    assert_string_equal(dir, "sys/kernel/tracing/events"); /* preferred */
     free(dir);
     host_tracefs_unmount(h); /* mounted nothing: does nothing */
 

@@ -1,0 +1,27 @@
+/* Where tracefs is: the mount table of proc(5)'s /proc/self/mountinfo
+ * (Documentation/filesystems/proc.rst, "mountinfo"), read before anything
+ * tries mount(2), so that a tracefs mounted anywhere (or debugfs's
+ * automounted tracing/) is used as it is. */
+#pragma once
+
+#include <stddef.h>
+
+/* What a mountinfo table offers, best first. */
+enum mountinfo_trace_kind {
+    MOUNTINFO_TRACE_NONE,
+    MOUNTINFO_TRACE_DEBUGFS,   /* debugfs: its tracing/ directory, which the
+                                * kernel automounts tracefs on when looked in */
+    MOUNTINFO_TRACE_TRACEFS,   /* tracefs mounted somewhere else */
+    MOUNTINFO_TRACE_CANONICAL, /* tracefs at /sys/kernel/tracing */
+};
+
+/* From the text of a mountinfo file, the tracing directory to use: the
+ * canonical tracefs, else the first other tracefs mount, else the first
+ * debugfs mount's "tracing" subdirectory. Only mounts of the file
+ * system's root ("/" in field 4) count: a bind mount of a subdirectory has
+ * no events/ at its top. The path is absolute, octal escapes (\040 for a
+ * space) decoded, owned by the caller. Returns the kind found (> 0),
+ * MOUNTINFO_TRACE_NONE (0, *ret_path untouched) when there is none,
+ * -EBADMSG when a line is not mountinfo (*ret_line, when not NULL, gets
+ * its 1-based number). */
+int mountinfo_find_tracing(const char *text, size_t len, char **ret_path, unsigned *ret_line);
