@@ -288,10 +288,11 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
         return r;
     }
     if (streq(key, "destroy_stale_copy")) {
-        static const char *const no_yes[] = {"no", "yes"};
-        r = pick(c, key, val, no_yes, ARRAY_SIZE(no_yes), &e);
-        s->destroy_stale_copy = e == 1;
-        return r;
+        bool b;
+        if (parse_bool(val, &b) < 0)
+            return FAIL(c, "%s = '%.40s': want " PARSE_BOOL_WORDS, key, val);
+        s->destroy_stale_copy = b;
+        return 0;
     }
     if (streq(key, "policy")) {
         struct fleet_watt_params wp;
