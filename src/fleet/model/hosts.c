@@ -88,13 +88,10 @@ static const char *trim(char *s)
     return s;
 }
 
-/* inih keeps 50 bytes of a section name: "type " and 40 leave room. */
-#define TYPE_NAME_MAX 40
-
-static bool valid_name(const char *s)
+bool fleet_type_name_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > TYPE_NAME_MAX)
+    if (n == 0 || n > FLEET_TYPE_NAME_MAX)
         return false;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && !strchr("_-.", *s))
@@ -233,15 +230,8 @@ enum {
     SET_BOOT_J = 1 << 7,
 };
 
-struct ini_type {
-    struct fleet_host_type t;           /* explicitly set fields */
-    const struct fleet_host_type *base; /* builtin to start from */
-    unsigned set;                       /* SET_* */
-    int line;
-};
-
 struct ini_ctx {
-    struct ini_type *types;
+    struct fleet_type_spec *types;
     size_t n_types, cap_types;
     size_t last; /* cache: index of the last [type] looked up */
     char *hosts;
@@ -275,7 +265,7 @@ static ssize_t ini_find(struct ini_ctx *c, const char *name)
 
 static int by_name(const void *a, const void *b)
 {
-    const struct ini_type *x = a, *y = b;
+    const struct fleet_type_spec *x = a, *y = b;
     int r = strcasecmp(x->t.name, y->t.name);
     return r ? r : (x->line > y->line) - (x->line < y->line);
 }
@@ -307,10 +297,10 @@ static int prescan_line(struct ini_ctx *c, char *line, int lineno)
         }
         c->has_fleet = true;
     } else if (section_type_name(s + 1, name, sizeof(name))) {
-        if (!valid_name(name)) {
+        if (!fleet_type_name_ok(name)) {
             snprintf(c->msg, sizeof(c->msg),
                      "type name '%.60s' must be 1..%d letters, digits, '_', '-' or '.'", name,
-                     TYPE_NAME_MAX);
+                     FLEET_TYPE_NAME_MAX);
             return -EINVAL;
         }
         if (c->n_types >= MAX_TYPES) {
@@ -318,8 +308,8 @@ static int prescan_line(struct ini_ctx *c, char *line, int lineno)
             return -EINVAL;
         }
         c->types = grow_array(c->types, sizeof(*c->types), c->n_types, &c->cap_types);
-        struct ini_type *it = &c->types[c->n_types++];
-        *it = (struct ini_type){.line = lineno};
+        struct fleet_type_spec *it = &c->types[c->n_types++];
+        *it = (struct fleet_type_spec){.line = lineno};
         memcpy(it->t.name, name, strlen(name) + 1); /* valid_name(): short */
     } else {
         snprintf(c->msg, sizeof(c->msg), "unknown section [%.60s] (want [type NAME] or [fleet])",
@@ -333,7 +323,7 @@ static int check_duplicates(struct ini_ctx *c)
 {
     if (c->n_types < 2)
         return 0;
-    _cleanup_free_ struct ini_type *sorted = xmalloc(c->n_types * sizeof(*sorted));
+    _cleanup_free_ struct fleet_type_spec *sorted = xmalloc(c->n_types * sizeof(*sorted));
     memcpy(sorted, c->types, c->n_types * sizeof(*sorted));
     qsort(sorted, c->n_types, sizeof(*sorted), by_name);
     for (size_t i = 1; i < c->n_types; i++)
@@ -365,20 +355,20 @@ static int prescan(struct ini_ctx *c, const char *text)
     return check_duplicates(c);
 }
 
-static int set_number(struct ini_ctx *c, const char *key, const char *val, double lo, double hi,
-                      bool integer, double *ret)
+static int set_number(const char *key, const char *val, double lo, double hi, bool integer,
+                      double *ret, char *why, size_t size)
 {
     double v;
     if (parse_double(val, &v) < 0 || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
-        snprintf(c->msg, sizeof(c->msg), "%s = '%.40s': want %s %g..%g", key, val,
+        snprintf(why, size, "%s = '%.40s': want %s %g..%g", key, val,
                  integer ? "an integer" : "a number", lo, hi);
-        return 0;
+        return -EINVAL;
     }
     *ret = v;
-    return 1;
+    return 0;
 }
 
-static int set_power(struct ini_ctx *c, const char *val, double *ret)
+static int set_power(const char *val, double *ret, char *why, size_t size)
 {
     char buf[512];
     snprintf(buf, sizeof(buf), "%s", val);
@@ -387,43 +377,43 @@ static int set_power(struct ini_ctx *c, const char *val, double *ret)
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (n == FLEET_POWER_POINTS || parse_double(tok, &w[n]) < 0 || w[n] < 0 || w[n] > 1e6) {
-            snprintf(c->msg, sizeof(c->msg),
+            snprintf(why, size,
                      "power_w: want %d comma-separated watts 0..1e6 (at 0, 10, ..., 100 %% load)",
                      FLEET_POWER_POINTS);
-            return 0;
+            return -EINVAL;
         }
         if (n > 0 && w[n] < w[n - 1]) {
-            snprintf(c->msg, sizeof(c->msg), "power_w: %g W at %zu %% is less than %g W at %zu %%",
-                     w[n], n * 10, w[n - 1], (n - 1) * 10);
-            return 0;
+            snprintf(why, size, "power_w: %g W at %zu %% is less than %g W at %zu %%", w[n], n * 10,
+                     w[n - 1], (n - 1) * 10);
+            return -EINVAL;
         }
         n++;
     }
     if (n != FLEET_POWER_POINTS) {
-        snprintf(c->msg, sizeof(c->msg),
-                 "power_w: %zu values, want %d (at 0, 10, ..., 100 %% load)", n,
+        snprintf(why, size, "power_w: %zu values, want %d (at 0, 10, ..., 100 %% load)", n,
                  FLEET_POWER_POINTS);
-        return 0;
+        return -EINVAL;
     }
     memcpy(ret, w, sizeof(w));
-    return 1;
+    return 0;
 }
 
-static int on_type_key(struct ini_ctx *c, struct ini_type *it, const char *key, const char *val)
+int fleet_type_spec_key(struct fleet_type_spec *it, const char *key, const char *val, char *why,
+                        size_t size)
 {
     struct fleet_host_type *t = &it->t;
     double v = 0;
-    int ok;
     if (streq(key, "base")) {
         it->base = fleet_host_type_builtin(val);
-        if (!it->base)
-            snprintf(c->msg, sizeof(c->msg),
-                     "base = '%.40s': unknown built-in type (want g4 or g5)", val);
-        return it->base != NULL;
+        if (!it->base) {
+            snprintf(why, size, "base = '%.40s': unknown built-in type (want g4 or g5)", val);
+            return -EINVAL;
+        }
+        return 0;
     }
     if (streq(key, "power_w")) {
         it->set |= SET_POWER;
-        return set_power(c, val, t->power_w);
+        return set_power(val, t->power_w, why, size);
     }
     static const struct {
         const char *key;
@@ -439,7 +429,7 @@ static int on_type_key(struct ini_ctx *c, struct ini_type *it, const char *key, 
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++) {
         if (!streq(key, nums[i].key))
             continue;
-        ok = set_number(c, key, val, nums[i].lo, nums[i].hi, nums[i].integer, &v);
+        int r = set_number(key, val, nums[i].lo, nums[i].hi, nums[i].integer, &v, why, size);
         it->set |= nums[i].bit;
         if (nums[i].bit == SET_CORES)
             t->cores = (unsigned)v;
@@ -455,13 +445,13 @@ static int on_type_key(struct ini_ctx *c, struct ini_type *it, const char *key, 
             t->boot_s = v;
         else
             t->boot_j = v;
-        return ok;
+        return r;
     }
-    snprintf(c->msg, sizeof(c->msg),
+    snprintf(why, size,
              "unknown key '%.40s' in [type %s] (want base, cores, mips_per_core, ram_mb, bw_mbit, "
              "power_w, off_w, boot_s, boot_j)",
              key, t->name);
-    return 0;
+    return -EINVAL;
 }
 
 static int on_fleet_key(struct ini_ctx *c, const char *key, const char *val)
@@ -494,24 +484,24 @@ static int on_entry(void *user, const char *section, const char *key, const char
     if (section_type_name(section, name, sizeof(name))) {
         ssize_t i = ini_find(c, name);
         if (i >= 0)
-            return on_type_key(c, &c->types[i], key, val);
+            return fleet_type_spec_key(&c->types[i], key, val, c->msg, sizeof(c->msg)) == 0;
     }
     snprintf(c->msg, sizeof(c->msg), "'%.40s' outside [type NAME] or [fleet]", key);
     return 0;
 }
 
 /* Base, then explicit keys; the derived defaults; the required keys. */
-static int finish_type(struct ini_ctx *c, const struct ini_type *it, struct fleet_host_type *ret)
+int fleet_type_spec_finish(const struct fleet_type_spec *it, struct fleet_host_type *ret, char *why,
+                           size_t size)
 {
     struct fleet_host_type t =
         it->base ? *it->base : (struct fleet_host_type){.bw_mbit = 1000, .off_w = 5, .boot_s = 300};
     snprintf(t.name, sizeof(t.name), "%s", it->t.name);
     unsigned need = SET_CORES | SET_MIPS | SET_RAM | SET_POWER;
     if (!it->base && (it->set & need) != need) {
-        snprintf(c->msg, sizeof(c->msg),
+        snprintf(why, size,
                  "[type %s] needs cores, mips_per_core, ram_mb and power_w (or base = g4|g5)",
                  t.name);
-        c->line = it->line;
         return -EINVAL;
     }
 #define TAKE(bit, field) \
@@ -538,8 +528,11 @@ static int ini_build(struct ini_ctx *c, struct fleet_hosts *ret)
     uint16_t *type_of = NULL;
     size_t n_hosts = 0;
     int r = 0;
-    for (size_t i = 0; i < c->n_types && r == 0; i++)
-        r = finish_type(c, &c->types[i], types_add(&ts));
+    for (size_t i = 0; i < c->n_types && r == 0; i++) {
+        r = fleet_type_spec_finish(&c->types[i], types_add(&ts), c->msg, sizeof(c->msg));
+        if (r < 0)
+            c->line = c->types[i].line;
+    }
     if (r == 0 && !c->hosts) {
         snprintf(c->msg, sizeof(c->msg), "no hosts = COUNT x TYPE, ... in a [fleet] section");
         r = -EINVAL;
