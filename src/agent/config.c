@@ -1,4 +1,5 @@
 /* The agent's INI configuration (inih). */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -189,6 +190,15 @@ static int on_key(struct parse *p, const char *section, const char *key, const c
                           : xasprintf("'%s' outside [agent]", key);
         return 0;
     }
+    /* inih's inline comment is " ;" only (docs/config.md); a " #" meant
+     * as one would end up in the value */
+    for (const char *c = value; *c; c++)
+        if (*c == '#' && c > value && isspace((unsigned char)c[-1])) {
+            p->err = xasprintf("%s '%s': ' #' does not start a comment after a value (only ' ;' "
+                               "does): write ' ;' there, or leave the '#' out",
+                               key, value);
+            return 0;
+        }
     if (streq(key, "listen")) {
         char *host;
         uint16_t port;

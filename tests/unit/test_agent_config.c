@@ -93,6 +93,7 @@ static void test_parse_bad(void **state)
         {"[agent]\ntimeout_s = 0\n", 2},
         {"[agent]\ninsecure = maybe\n", 2},
         {"[agent]\ninsecure =\n", 2},
+        {"[agent]\n\njournal = /var/lib/watt/j # the journal\n", 3},
         {"[agent]\n; a comment longer than inih's line buffer "
          "..............................................................................."
          "..............................................................................\n"
