@@ -4,11 +4,11 @@
  * handler per section: [controller], [type NAME] (the simulator's keys,
  * fleet_type_spec_key()), [host NAME], [pin] and [anti-affinity]
  * (site_rules.c), and the engines' own sections and keys (fx_engines[]
- * says which). Our line reader in front of inih numbers every line (inih
- * numbers nothing for its handler), opens the sections itself (inih
- * r55 has no callback for a section without keys and keeps 50 bytes of a
- * name), and hands inih a line longer than its buffer (a long vms = list)
- * as KEY= with the value kept aside. Indentation is not significant: an
+ * says which). The line reader in front of inih (fleet/model/ini_lines.h)
+ * numbers every line (inih numbers nothing for its handler), hands us the
+ * section headers (inih r55 has no callback for a section without keys
+ * and keeps 50 bytes of a name), and passes a line longer than inih's
+ * buffer (a long vms = list) whole. Indentation is not significant: an
  * indented line is a line of its own, not the continuation inih makes of
  * it. */
 #include <ctype.h>
@@ -26,6 +26,7 @@
 #include "fleet/control/site.h"
 #include "fleet/control/site_rules.h"
 #include "fleet/engine/exec.h"
+#include "fleet/model/ini_lines.h"
 
 enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE, S_PIN, S_AFFINITY };
 
@@ -37,10 +38,8 @@ struct ctx {
     struct site_host *host; /* current [host NAME] */
     int line;               /* the line read, then the line of the error */
     char msg[400];
-    bool failed; /* msg holds the first error: read no more */
-    /* the reader */
-    const char *pos;
-    char *long_value; /* the value of a line longer than inih's buffer */
+    bool failed;                  /* msg holds the first error: read no more */
+    struct fleet_ini_lines lines; /* the reader in front of inih */
     bool seen_controller;
     const char *engine_section;                     /* current [NAME] of an engine */
     const char *seen_sections[MAX_ENGINE_SECTIONS]; /* the engines' sections found so far */
@@ -408,10 +407,11 @@ static int on_entry(void *user, const char *section, const char *key, const char
     (void)section;
     if (c->failed)
         return 0;
-    _cleanup_free_ char *long_value = TAKE_PTR(c->long_value);
+    c->line = c->lines.line;
+    _cleanup_free_ char *long_value = fleet_ini_take_long(&c->lines);
     if (on_key(c, key, long_value ? long_value : val) == 0)
         return 1;
-    c->failed = true; /* c->msg says why */
+    c->failed = c->lines.failed = true; /* c->msg says why */
     return 0;
 }
 
@@ -522,71 +522,22 @@ static int on_section(struct ctx *c, char *line)
                 name, want);
 }
 
-/* A line longer than inih's buffer, split as inih splits a key line (at
- * the first '=' or ':', the value ending at a " ;" comment): inih gets
- * "KEY=" into STR and the handler the value kept in c->long_value. */
-static int long_line(struct ctx *c, const char *s, char *str, int num)
+static int on_header(void *user, char *header)
 {
-    size_t k = 0;
-    while (s[k] && s[k] != '=' && s[k] != ':' &&
-           !(s[k] == ';' && k > 0 && isspace((unsigned char)s[k - 1])))
-        k++;
-    if (s[k] != '=' && s[k] != ':')
-        return FAIL(c, "want key = value or [section]");
-    if (k + 2 > (size_t)num)
-        return FAIL(c, "a key longer than %d characters", num - 2);
-    _cleanup_free_ char *val = xstrdup(s + k + 1);
-    for (char *p = val; *p; p++)
-        if (*p == ';' && p > val && isspace((unsigned char)p[-1])) {
-            *p = '\0';
-            break;
-        }
-    free(c->long_value);
-    c->long_value = xstrdup(trim(val));
-    memcpy(str, s, k);
-    str[k] = '=';
-    str[k + 1] = '\0';
-    return 0;
-}
-
-/* inih's reader: one line of the text a call, numbered, its indentation
- * dropped, a section header taken here (inih sees a blank line). */
-static char *reader(char *str, int num, void *stream)
-{
-    struct ctx *c = stream;
-    if (c->failed || !*c->pos)
-        return NULL;
-    const char *nl = strchr(c->pos, '\n');
-    size_t n = nl ? (size_t)(nl - c->pos) : strlen(c->pos);
-    _cleanup_free_ char *copy = xstrndup(c->pos, n);
-    c->pos += n + (nl != NULL);
-    c->line++;
-    char *s = copy;
-    if (c->line == 1 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
-        s += 3; /* a UTF-8 byte order mark, as inih skips it */
-    s = trim(s);
-    str[0] = '\0';
-    int r = 0;
-    if (*s == '[')
-        r = on_section(c, s);
-    else if (*s == ';' || *s == '#' || !*s)
-        ; /* a comment or a blank line */
-    else if (strlen(s) < (size_t)num)
-        memcpy(str, s, strlen(s) + 1);
-    else
-        r = long_line(c, s, str, num);
-    if (r < 0)
-        c->failed = true;
-    return r < 0 ? NULL : str;
+    struct ctx *c = user;
+    c->line = c->lines.line;
+    return on_section(c, header);
 }
 
 /* Every line, through inih. */
 static int scan(struct ctx *c, const char *text)
 {
-    c->pos = text;
-    int r = ini_parse_stream(reader, c, on_entry, c);
-    free(c->long_value);
-    c->long_value = NULL;
+    c->lines = (struct fleet_ini_lines){.pos = text, .on_section = on_header, .user = c};
+    int r = ini_parse_stream(fleet_ini_read, &c->lines, on_entry, c);
+    fleet_ini_lines_free(&c->lines);
+    c->line = c->lines.line;
+    if (c->lines.why[0])
+        return FAIL(c, "%s", c->lines.why);
     if (r < 0)
         return FAIL(c, "out of memory");
     /* inih's own errors are lines that are no key = value; it goes on
