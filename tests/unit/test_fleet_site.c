@@ -212,6 +212,14 @@ static void test_types(void **state)
               "f.ini line 4: type = g9: no [type g9] section (and not a built-in: g4, g5)");
     parse_bad(CONTROLLER "[host a]\nuri = x:///\n",
               "f.ini line 3: [host a] has no type = NAME (a [type NAME] section, or g4/g5)");
+    struct strbuf b = {0};
+    strbuf_append(&b, CONTROLLER);
+    for (int i = 0; i <= SITE_MAX_HOSTS; i++)
+        strbuf_appendf(&b, "[type t%d]\nbase = g4\n", i);
+    _cleanup_free_ char *too_many =
+        xasprintf("f.ini line %d: more than %d host types", 3 + 2 * SITE_MAX_HOSTS, SITE_MAX_HOSTS);
+    parse_bad(strbuf_str(&b), too_many);
+    strbuf_free(&b);
 }
 
 int main(void)

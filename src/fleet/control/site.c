@@ -448,8 +448,9 @@ static int new_type(struct ctx *c, const char *name)
     for (size_t i = 0; i < c->n_types; i++)
         if (strcasecmp(c->types[i].t.name, name) == 0)
             return FAIL(c, "type '%s' is already defined on line %d", name, c->types[i].line);
-    if (c->n_types >= UINT16_MAX - 2) /* room for the two built-ins */
-        return FAIL(c, "more than %d host types", UINT16_MAX - 2);
+    /* a type per host at most: the duplicate check above stays cheap */
+    if (c->n_types >= SITE_MAX_HOSTS)
+        return FAIL(c, "more than %d host types", SITE_MAX_HOSTS);
     c->types = grow_array(c->types, sizeof(*c->types), c->n_types, &c->cap_types);
     struct fleet_type_spec *t = &c->types[c->n_types++];
     *t = (struct fleet_type_spec){.line = c->line};
