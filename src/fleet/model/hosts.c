@@ -13,6 +13,7 @@
 #include "base/parse.h"
 #include "base/util.h"
 #include "fleet/model/fleet.h"
+#include "fleet/model/ini_lines.h"
 
 #define MAX_HOSTS 10000000u
 #define MAX_TYPES 65535u
@@ -233,7 +234,8 @@ enum {
 struct ini_ctx {
     struct fleet_type_spec *types;
     size_t n_types, cap_types;
-    size_t last; /* cache: index of the last [type] looked up */
+    ssize_t cur;                  /* the section read: a [type] index, or -1 [fleet], -2 none yet */
+    struct fleet_ini_lines lines; /* the reader in front of inih */
     char *hosts;
     int hosts_line;
     bool alternate;
@@ -253,16 +255,6 @@ static bool section_type_name(const char *section, char *name, size_t size)
     return true;
 }
 
-static ssize_t ini_find(struct ini_ctx *c, const char *name)
-{
-    if (c->last < c->n_types && strcasecmp(c->types[c->last].t.name, name) == 0)
-        return (ssize_t)c->last;
-    for (size_t i = 0; i < c->n_types; i++)
-        if (strcasecmp(c->types[i].t.name, name) == 0)
-            return (ssize_t)(c->last = i);
-    return -1;
-}
-
 static int by_name(const void *a, const void *b)
 {
     const struct fleet_type_spec *x = a, *y = b;
@@ -270,19 +262,12 @@ static int by_name(const void *a, const void *b)
     return r ? r : (x->line > y->line) - (x->line < y->line);
 }
 
-/* Sections come from a scan of our own: inih has no callback for a section
- * without keys, nor for the second [type a] of a file. Also reports lines
- * that are not a section, a comment or key = value, with their number. */
-static int prescan_line(struct ini_ctx *c, char *line, int lineno)
+/* A "[...]" line, from the reader (ini_lines.h: inih has no callback
+ * for a section without keys, nor tells a second [type a] from the first). */
+static int on_header(void *user, char *s)
 {
-    const char *s = trim(line);
-    if (!*s || *s == ';' || *s == '#')
-        return 0;
-    if (*s != '[') {
-        if (!strchr(s, '='))
-            snprintf(c->msg, sizeof(c->msg), "want key = value or [section]");
-        return c->msg[0] ? -EINVAL : 0;
-    }
+    struct ini_ctx *c = user;
+    c->line = c->lines.line; /* kept only when this fails */
     char *close = strchr(s, ']');
     if (!close) {
         snprintf(c->msg, sizeof(c->msg), "section header without ']'");
@@ -296,6 +281,7 @@ static int prescan_line(struct ini_ctx *c, char *line, int lineno)
             return -EINVAL;
         }
         c->has_fleet = true;
+        c->cur = -1;
     } else if (section_type_name(s + 1, name, sizeof(name))) {
         if (!fleet_type_name_ok(name)) {
             snprintf(c->msg, sizeof(c->msg),
@@ -308,14 +294,16 @@ static int prescan_line(struct ini_ctx *c, char *line, int lineno)
             return -EINVAL;
         }
         c->types = grow_array(c->types, sizeof(*c->types), c->n_types, &c->cap_types);
-        struct fleet_type_spec *it = &c->types[c->n_types++];
-        *it = (struct fleet_type_spec){.line = lineno};
-        memcpy(it->t.name, name, strlen(name) + 1); /* valid_name(): short */
+        struct fleet_type_spec *it = &c->types[c->n_types];
+        *it = (struct fleet_type_spec){.line = c->lines.line};
+        memcpy(it->t.name, name, strlen(name) + 1); /* fleet_type_name_ok(): short */
+        c->cur = (ssize_t)c->n_types++;
     } else {
         snprintf(c->msg, sizeof(c->msg), "unknown section [%.60s] (want [type NAME] or [fleet])",
                  s + 1);
         return -EINVAL;
     }
+    c->line = 0;
     return 0;
 }
 
@@ -334,25 +322,6 @@ static int check_duplicates(struct ini_ctx *c)
             return -EINVAL;
         }
     return 0;
-}
-
-static int prescan(struct ini_ctx *c, const char *text)
-{
-    _cleanup_free_ char *copy = xstrdup(text);
-    char *save = NULL;
-    int lineno = 0;
-    /* strtok_r would skip empty lines and lose the count */
-    for (char *line = copy; line; line = save) {
-        save = strchr(line, '\n');
-        if (save)
-            *save++ = '\0';
-        int r = prescan_line(c, line, ++lineno);
-        if (r < 0) {
-            c->line = lineno;
-            return r;
-        }
-    }
-    return check_duplicates(c);
 }
 
 static int set_number(const char *key, const char *val, double lo, double hi, bool integer,
@@ -473,20 +442,28 @@ static int on_fleet_key(struct ini_ctx *c, const char *key, const char *val)
     return 0;
 }
 
+static int on_key(struct ini_ctx *c, const char *key, const char *val)
+{
+    if (c->cur == -1)
+        return on_fleet_key(c, key, val);
+    if (c->cur >= 0)
+        return fleet_type_spec_key(&c->types[c->cur], key, val, c->msg, sizeof(c->msg)) == 0;
+    snprintf(c->msg, sizeof(c->msg), "'%.40s' outside [type NAME] or [fleet]", key);
+    return 0;
+}
+
+/* inih's handler: its section is ignored (the reader keeps ours). */
 static int on_entry(void *user, const char *section, const char *key, const char *val)
 {
     struct ini_ctx *c = user;
-    char name[256];
+    (void)section;
     if (c->msg[0])
         return 0;
-    if (strcasecmp(section, "fleet") == 0)
-        return on_fleet_key(c, key, val);
-    if (section_type_name(section, name, sizeof(name))) {
-        ssize_t i = ini_find(c, name);
-        if (i >= 0)
-            return fleet_type_spec_key(&c->types[i], key, val, c->msg, sizeof(c->msg)) == 0;
-    }
-    snprintf(c->msg, sizeof(c->msg), "'%.40s' outside [type NAME] or [fleet]", key);
+    _cleanup_free_ char *long_value = fleet_ini_take_long(&c->lines);
+    if (on_key(c, key, long_value ? long_value : val))
+        return 1;
+    c->line = c->lines.line;
+    c->lines.failed = true; /* the first error is the one to report */
     return 0;
 }
 
@@ -555,15 +532,29 @@ static int ini_build(struct ini_ctx *c, struct fleet_hosts *ret)
 static int parse_ini(const char *text, const char *origin, struct fleet_hosts *ret,
                      struct fleet_error *err)
 {
-    struct ini_ctx c = {.last = SIZE_MAX};
-    int r = prescan(&c, text);
-    if (r == 0) {
-        /* inih returns the line where the handler refused */
-        c.line = ini_parse_string(text, on_entry, &c);
-        if (c.line != 0 && !c.msg[0])
-            snprintf(c.msg, sizeof(c.msg), "syntax error (want key = value)");
-        r = c.line != 0 ? -EINVAL : ini_build(&c, ret);
+    struct ini_ctx c = {.cur = -2};
+    c.lines = (struct fleet_ini_lines){.pos = text, .on_section = on_header, .user = &c};
+    int line = ini_parse_stream(fleet_ini_read, &c.lines, on_entry, &c);
+    fleet_ini_lines_free(&c.lines);
+    int r = 0;
+    if (c.lines.why[0]) {
+        c.line = c.lines.line;
+        snprintf(c.msg, sizeof(c.msg), "%s", c.lines.why);
     }
+    /* inih's own errors are lines that are no key = value; it goes on
+     * after one, so a handler may have failed on a later line */
+    if (line > 0 && (!c.msg[0] || line < c.line)) {
+        c.line = line;
+        snprintf(c.msg, sizeof(c.msg), "want key = value or [section]");
+    }
+    if (line < 0 && !c.msg[0])
+        snprintf(c.msg, sizeof(c.msg), "out of memory");
+    if (c.msg[0])
+        r = -EINVAL;
+    if (r == 0)
+        r = check_duplicates(&c);
+    if (r == 0)
+        r = ini_build(&c, ret);
     if (r < 0 && c.line > 0)
         fleet_error_set(err, "%s line %d: %s", origin, c.line, c.msg);
     else if (r < 0)
