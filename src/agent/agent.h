@@ -61,14 +61,16 @@ void agent_config_free(struct agent_config *c);
 bool agent_host_is_loopback(const char *host);
 /* Parse "HOST:PORT" (or ":PORT", "PORT"); -EINVAL on garbage. */
 int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
-/* Read an INI file over the defaults in *C: [agent] listen, interval, root,
+/* Read an INI file over the defaults in *C: [agent] listen, interval_s, root,
  * rapl_energy (exact|coarse|off), pue, model, max_connections,
- * max_connections_per_client, timeout, header_timeout, max_request_bytes,
+ * max_connections_per_client, timeout_s, header_timeout_s, max_request_bytes,
  * control, tls_cert, tls_key, auth_user, auth_password_file, insecure, profile, config_dir,
- * journal, restore_on_exit (yes|no), wakeups (auto|bpf|trace|proc|off), cgroups (0..1000),
- * device_interval (0..3600 s),
- * fleet_metrics (an absolute path). On error *C is unchanged and ret_err names file and line. Pure
- * text parser below for fuzzing. */
+ * journal, restore_on_exit (booleans: parse_bool()), wakeups (auto|bpf|trace|proc|off),
+ * cgroups (0..1000), device_interval_s (0..3600 s), fleet_metrics (an absolute path).
+ * The names before the unit suffix (interval, timeout, header_timeout,
+ * device_interval) are still read, each with a one-line deprecation note on
+ * stderr naming FILE:LINE and the new name (docs/config.md). On error *C is
+ * unchanged and ret_err names file and line. Pure text parser below for fuzzing. */
 int agent_config_load(const char *path, struct agent_config *c, char **ret_err);
 int agent_config_parse(const char *text, const char *origin, struct agent_config *c,
                        char **ret_err);

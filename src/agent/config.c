@@ -1,4 +1,5 @@
 /* The agent's INI configuration (inih). */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "base/parse.h"
 #include "base/util.h"
 #include "tune/profile.h"
 
@@ -88,7 +90,56 @@ struct parse {
     struct agent_config c;
     const char *origin;
     char *err;
+    /* our line reader: inih numbers nothing for its handler */
+    const char *pos;
+    int line;     /* the line inih works on, from 1 */
+    int err_line; /* where err was found */
 };
+
+/* Keys renamed to carry their unit (docs/config.md): the old name is
+ * still read, with a one-line note naming the file, the line and the new
+ * name, so that no existing agent.ini breaks. */
+static const struct {
+    const char *old, *now;
+} renamed[] = {
+    {"interval", "interval_s"},
+    {"device_interval", "device_interval_s"},
+    {"timeout", "timeout_s"},
+    {"header_timeout", "header_timeout_s"},
+};
+
+/* The key's current name; a deprecated one is noted on stderr. */
+static const char *current_key(const struct parse *p, const char *key)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(renamed); i++)
+        if (streq(key, renamed[i].old)) {
+            fprintf(stderr, "watt agent: %s:%d: '%s' is deprecated: write %s (same value)\n",
+                    p->origin, p->line, key, renamed[i].now);
+            return renamed[i].now;
+        }
+    return key;
+}
+
+/* inih's reader, counting lines. A line longer than inih's buffer would
+ * come in pieces, the second one read as a line of its own: refused. */
+static char *reader(char *str, int num, void *stream)
+{
+    struct parse *p = stream;
+    if (!*p->pos || p->err)
+        return NULL;
+    const char *nl = strchr(p->pos, '\n');
+    size_t n = nl ? (size_t)(nl - p->pos) : strlen(p->pos);
+    p->line++;
+    if (n > (size_t)num - 1) {
+        p->err = xasprintf("line is longer than %d characters", num - 1);
+        p->err_line = p->line;
+        return NULL;
+    }
+    memcpy(str, p->pos, n);
+    str[n] = '\0';
+    p->pos += n + (nl != NULL);
+    return str;
+}
 
 static bool num(const char *v, double min, double max, double *ret)
 {
@@ -114,20 +165,40 @@ static bool journal_path_bad(const char *v)
     return !*v;
 }
 
-/* inih reports the line a handler refuses; messages get "FILE:LINE: "
- * prepended by agent_config_parse(). */
+/* Messages get "FILE:LINE: " prepended by agent_config_parse(), the
+ * line from our reader. */
+static int on_key(struct parse *p, const char *section, const char *key, const char *value);
+
 static int on_entry(void *user, const char *section, const char *key, const char *value)
 {
     struct parse *p = user;
-    double d;
-
     if (p->err)
         return 0;
+    int r = on_key(p, section, key, value);
+    if (p->err)
+        p->err_line = p->line;
+    return r;
+}
+
+static int on_key(struct parse *p, const char *section, const char *key, const char *value)
+{
+    double d;
+    bool b;
+
     if (!streq(section, "agent")) {
         p->err = *section ? xasprintf("unknown section [%s] (want [agent])", section)
                           : xasprintf("'%s' outside [agent]", key);
         return 0;
     }
+    /* inih's inline comment is " ;" only (docs/config.md); a " #" meant
+     * as one would end up in the value */
+    for (const char *c = value; *c; c++)
+        if (*c == '#' && c > value && isspace((unsigned char)c[-1])) {
+            p->err = xasprintf("%s '%s': ' #' does not start a comment after a value (only ' ;' "
+                               "does): write ' ;' there, or leave the '#' out",
+                               key, value);
+            return 0;
+        }
     if (streq(key, "listen")) {
         char *host;
         uint16_t port;
@@ -138,7 +209,11 @@ static int on_entry(void *user, const char *section, const char *key, const char
         free(p->c.listen_host);
         p->c.listen_host = host;
         p->c.port = port;
-    } else if (streq(key, "interval")) {
+        return 1;
+    }
+    const char *written = key;
+    key = current_key(p, key);
+    if (streq(key, "interval_s")) {
         if (!num(value, 0.1, 3600, &d))
             goto bad_range;
         p->c.interval_s = d;
@@ -169,11 +244,11 @@ static int on_entry(void *user, const char *section, const char *key, const char
         free(*f);
         *f = *value ? xstrdup(value) : NULL;
     } else if (streq(key, "insecure") || streq(key, "restore_on_exit")) {
-        if (!streq(value, "yes") && !streq(value, "no")) {
-            p->err = xasprintf("%s '%s': want yes or no", key, value);
+        if (parse_bool(value, &b) < 0) {
+            p->err = xasprintf("%s '%s': want " PARSE_BOOL_WORDS, key, value);
             return 0;
         }
-        *(streq(key, "insecure") ? &p->c.insecure : &p->c.restore_on_exit) = streq(value, "yes");
+        *(streq(key, "insecure") ? &p->c.insecure : &p->c.restore_on_exit) = b;
     } else if (streq(key, "profile")) {
         if (*value && !profile_name_ok(value)) {
             p->err = xasprintf("profile '%s': a profile name is [a-z0-9][a-z0-9_.-]*", value);
@@ -213,7 +288,7 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (!num(value, 0, 1000, &d) || d != floor(d))
             goto bad_range;
         p->c.cgroups = (unsigned)d;
-    } else if (streq(key, "device_interval")) {
+    } else if (streq(key, "device_interval_s")) {
         if (!num(value, 0, 3600, &d))
             goto bad_range;
         p->c.device_interval_s = d;
@@ -225,10 +300,10 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (!num(value, 1, 4096, &d) || d != floor(d))
             goto bad_range;
         p->c.max_per_client = (unsigned)d;
-    } else if (streq(key, "timeout") || streq(key, "header_timeout")) {
+    } else if (streq(key, "timeout_s") || streq(key, "header_timeout_s")) {
         if (!num(value, 1, 3600, &d) || d != floor(d))
             goto bad_range;
-        *(streq(key, "timeout") ? &p->c.timeout_s : &p->c.header_timeout_s) = (unsigned)d;
+        *(streq(key, "timeout_s") ? &p->c.timeout_s : &p->c.header_timeout_s) = (unsigned)d;
     } else if (streq(key, "max_request_bytes")) {
         if (!num(value, 2048, 1 << 20, &d) || d != floor(d))
             goto bad_range;
@@ -239,7 +314,7 @@ static int on_entry(void *user, const char *section, const char *key, const char
     }
     return 1;
 bad_range:
-    p->err = xasprintf("%s '%s' is not a number in range (see docs/agent.md)", key, value);
+    p->err = xasprintf("%s '%s' is not a number in range (see docs/agent.md)", written, value);
     return 0;
 }
 
@@ -250,7 +325,7 @@ static char *dup_or_null(const char *s)
 
 int agent_config_parse(const char *text, const char *origin, struct agent_config *c, char **ret_err)
 {
-    struct parse p = {.c = *c, .origin = origin};
+    struct parse p = {.c = *c, .origin = origin, .pos = text};
     /* work on a deep copy so that *c stays as it was on any error */
     p.c.listen_host = dup_or_null(c->listen_host);
     p.c.root = dup_or_null(c->root);
@@ -264,12 +339,14 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
     p.c.config_dir = dup_or_null(c->config_dir);
     p.c.journal = dup_or_null(c->journal);
     p.c.fleet_metrics = dup_or_null(c->fleet_metrics);
-    int r = ini_parse_string(text, on_entry, &p);
-    if (!p.err && r > 0)
+    int r = ini_parse_stream(reader, &p, on_entry, &p);
+    if (!p.err && r > 0) {
         p.err = xstrdup("not INI (want key = value lines under [agent])");
+        p.err_line = r;
+    }
     if (p.err) {
         agent_config_free(&p.c);
-        *ret_err = xasprintf("%s:%d: %s", origin, r, p.err);
+        *ret_err = xasprintf("%s:%d: %s", origin, p.err_line, p.err);
         free(p.err);
         return -EINVAL;
     }

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 char *strip_trailing(char *s)
 {
@@ -119,6 +121,25 @@ int parse_bool01(const char *s, int *ret)
         return -EINVAL;
     *ret = v;
     return 0;
+}
+
+int parse_bool(const char *s, bool *ret)
+{
+    static const char *const words[][2] = {
+        {"no", "yes"}, {"false", "true"}, {"off", "on"}, {"0", "1"}};
+    if (!s)
+        return -EINVAL;
+    s = skip_space(s);
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        n--;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        for (size_t v = 0; v < 2; v++)
+            if (strlen(words[i][v]) == n && strncasecmp(s, words[i][v], n) == 0) {
+                *ret = v == 1;
+                return 0;
+            }
+    return -EINVAL;
 }
 
 int hex_digit_value(char c)

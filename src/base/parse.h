@@ -13,6 +13,13 @@ int parse_i64(const char *s, int64_t *ret);
 int parse_u64_any(const char *s, uint64_t *ret);
 int parse_double(const char *s, double *ret);
 int parse_bool01(const char *s, int *ret); /* "0"/"1", "N"/"Y" */
+
+/* The one boolean of every config file (agent.ini, profiles, fleet.ini;
+ * docs/config.md): yes/no, true/false, on/off, 1/0, in any case, with
+ * optional surrounding whitespace. 0, or -EINVAL for anything else; put
+ * PARSE_BOOL_WORDS in the error so the user sees what is accepted. */
+int parse_bool(const char *s, bool *ret);
+#define PARSE_BOOL_WORDS "yes/no, true/false, on/off or 1/0"
 /* The value of one hexadecimal digit (either case), -1 when C is not one. */
 int hex_digit_value(char c);
 /* Whether S is one or more decimal digits and nothing else (a /proc PID). */

@@ -25,19 +25,7 @@
 
 int knobs_bool(const char *v, bool *ret)
 {
-    static const char *const on[] = {"on", "1", "yes", "true"};
-    static const char *const off[] = {"off", "0", "no", "false"};
-    for (size_t i = 0; v && i < ARRAY_SIZE(on); i++) {
-        if (strcasecmp(v, on[i]) == 0) {
-            *ret = true;
-            return 0;
-        }
-        if (strcasecmp(v, off[i]) == 0) {
-            *ret = false;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    return parse_bool(v, ret);
 }
 
 /* Does the space-separated list OFFERED (brackets allowed) hold WORD? */
@@ -381,7 +369,8 @@ static int plan_boost(struct knob_ctx *c)
         return 0;
     bool on;
     if (knobs_bool(pv->value, &on) < 0)
-        return fail(c, xasprintf("%s: cpufreq.boost '%s': want on or off", pv->origin, pv->value));
+        return fail(
+            c, xasprintf("%s: cpufreq.boost '%s': want " PARSE_BOOL_WORDS, pv->origin, pv->value));
     const char *why = on ? "turbo on: a busy core runs above base clock while others sleep"
                          : "turbo off: a steady, lower clock and less power";
     int r = plan_file(c, HOST_SYS, POLICY_DIR "/boost", on ? "1" : "0", "cpufreq.boost", why,
@@ -748,8 +737,8 @@ int knobs_kernel(struct knob_ctx *c)
     if (wd) {
         bool on;
         if (knobs_bool(wd->value, &on) < 0)
-            return fail(
-                c, xasprintf("%s: kernel.nmi_watchdog '%s': want 0 or 1", wd->origin, wd->value));
+            return fail(c, xasprintf("%s: kernel.nmi_watchdog '%s': want " PARSE_BOOL_WORDS,
+                                     wd->origin, wd->value));
         const char *why = on ? "NMI watchdog on: hard lockups are detected"
                              : "NMI watchdog off: no periodic NMI on every CPU, and the PMU "
                                "counter it holds is free";

@@ -37,5 +37,5 @@ int knobs_freq_khz(const char *v, uint64_t cmin, uint64_t cmax, uint64_t *ret);
  * machine's space-separated list, brackets allowed) holds; NULL if none.
  * Owned. */
 char *knobs_first_offered(const char *list, const char *offered);
-/* A boolean profile value: on/off, 1/0, yes/no, true/false. */
+/* A boolean profile value: parse_bool() (base/parse.h), the one vocabulary. */
 int knobs_bool(const char *v, bool *ret);

@@ -70,6 +70,7 @@ enum profile_key_kind {
     PROFILE_KEY_CPUS,     /* a CPU list "0-3,8" or "all" */
     PROFILE_KEY_WORKLOAD, /* "cgroup:PATH", "process:NAME" or "port:N" */
     PROFILE_KEY_TEXT,     /* free text (description, include) */
+    PROFILE_KEY_BOOL,     /* parse_bool(): yes/no, true/false, on/off, 1/0 */
 };
 
 struct profile_key {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/cpuset.h"
+#include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/util.h"
 #include "tune/profile.h"
@@ -18,7 +19,6 @@ static const char *const w_governor[] = {"performance",  "powersave", "schedutil
                                          "conservative", "userspace", NULL};
 static const char *const w_epp[] = {"default",       "performance", "balance_performance",
                                     "balance_power", "power",       NULL};
-static const char *const w_onoff[] = {"on", "off", NULL};
 static const char *const w_runtime_pm[] = {"auto", "keep", NULL};
 static const char *const w_sata[] = {"max_performance",
                                      "medium_power",
@@ -53,8 +53,8 @@ const struct profile_key profile_keys[] = {
     KEY("cpufreq", "epp", PROFILE_KEY_WORDS, .words = w_epp, .list = true,
         .help = "energy/performance preference (HWP, amd-pstate); the first available wins",
         .file = "devices/system/cpu/cpufreq/policyN/energy_performance_preference"),
-    KEY("cpufreq", "boost", PROFILE_KEY_WORDS, .words = w_onoff,
-        .help = "turbo/boost above the base clock",
+    KEY("cpufreq", "boost", PROFILE_KEY_BOOL,
+        .help = "turbo/boost above the base clock (a boolean)",
         .file = "devices/system/cpu/cpufreq/boost or intel_pstate/no_turbo (inverted)"),
     KEY("cpufreq", "min_freq", PROFILE_KEY_FREQ, .min = 1, .max = FREQ_MAX_KHZ,
         .help = "floor of the governor's range: min, max, kHz, MHz, GHz or % of the maximum",
@@ -87,8 +87,8 @@ const struct profile_key profile_keys[] = {
     KEY("devices", "pcie_aspm", PROFILE_KEY_WORDS, .words = w_aspm, .help = "PCIe ASPM policy",
         .file = "module/pcie_aspm/parameters/policy"),
 
-    KEY("kernel", "nmi_watchdog", PROFILE_KEY_INT, .min = 0, .max = 1,
-        .help = "hard-lockup detector: 1 on, 0 off", .file = "proc: sys/kernel/nmi_watchdog"),
+    KEY("kernel", "nmi_watchdog", PROFILE_KEY_BOOL, .help = "hard-lockup detector (a boolean)",
+        .file = "proc: sys/kernel/nmi_watchdog"),
     KEY("kernel", "dirty_writeback_centisecs", PROFILE_KEY_INT, .min = 0, .max = 360000,
         .help = "interval between writeback flusher wake-ups, 1/100 s",
         .file = "proc: sys/vm/dirty_writeback_centisecs"),
@@ -543,6 +543,12 @@ int profile_value_check(const struct profile_key *k, const char *value, char **r
         if (k->list)
             err = check_include(k, value);
         break;
+    case PROFILE_KEY_BOOL: {
+        bool b;
+        if (parse_bool(value, &b) < 0)
+            err = xasprintf("%s '%s' is not a boolean (want " PARSE_BOOL_WORDS ")", k->key, value);
+        break;
+    }
     }
     if (err) {
         *ret_err = err;

@@ -576,13 +576,16 @@ def test_config(root):
                            text=True, timeout=10)
         check(r.returncode != 0 and f"{bad}:3" in r.stderr,
               f"broken config refused naming file:line ({r.stderr.strip()[:100]})")
+        check(f"{bad}:2: 'interval' is deprecated: write interval_s" in r.stderr,
+              "a key renamed for its unit is still read, with a note naming file:line and the "
+              "new name")
         good = os.path.join(d, "good.ini")
         port = free_port()
         prom = os.path.join(d, "fleet.prom")  # as `watt fleet run --metrics` writes it
         with open(prom, "w") as f:
             f.write('# TYPE watt_fleet_hosts gauge\nwatt_fleet_hosts{state="on"} 2\n')
         with open(good, "w") as f:
-            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\ninterval = 0.5\nroot = {root}\n"
+            f.write(f"[agent]\nlisten = 127.0.0.1:{port}\ninterval_s = 0.5\nroot = {root}\n"
                     f"control =\nfleet_metrics = {prom}\n")
         p = subprocess.Popen([WATT, "agent", "--config", good], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -597,7 +600,7 @@ def test_config(root):
               body.index("watt_agent_start_time_seconds"),
               "fleet_metrics: the controller's metrics are served after the agent's own")
         with open(good, "w") as f:
-            f.write("[agent]\ninterval = fast\n")
+            f.write("[agent]\ninterval_s = fast\n")
         p.send_signal(signal.SIGHUP)
         time.sleep(0.5)
         alive = p.poll() is None and get(port, "/healthz")[0] == 200

@@ -80,7 +80,7 @@ def write(path, text):
 
 def ini(d, root, confdir, port):
     path = os.path.join(d, "agent.ini")
-    write(path, f"[agent]\nlisten = 127.0.0.1:{port}\ninterval = 0.2\nroot = {root}\n"
+    write(path, f"[agent]\nlisten = 127.0.0.1:{port}\ninterval_s = 0.2\nroot = {root}\n"
                 f"control =\nconfig_dir = {confdir}\n")
     return path
 
@@ -194,7 +194,7 @@ def slow_reads(d, root):
     port = free_port()
     path = ini(d, root, confdir, port)
     with open(path, "a") as f:
-        f.write("device_interval = 1\n")
+        f.write("device_interval_s = 1\n")
     p = start(path, port)
     try:
         got = wait_never(port, True)

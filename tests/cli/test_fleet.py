@@ -386,6 +386,14 @@ def test_constraints(tmp):
         ("pinned to a host in maintenance", "[maintenance]\nhosts = 3\n[pin]\nsynth-1 = 3\n",
          ["k5.ini", "synth-1", "maintenance"]),
         ("random groups too many", "[anti-affinity]\nrandom = 200x3\n", ["k6.ini", "200x3"]),
+        # a line longer than inih's 199 characters is read whole, and the
+        # lines after it keep their numbers (docs/config.md)
+        ("an error after a long line", "[anti-affinity]\nbig = " +
+         " ".join(f"synth-{i}" for i in range(10, 50)) + " ; forty\n[pin]\nnope = 3\n",
+         ["k7.ini", "line 4", "nope"]),
+        ("a long line's own error", "[anti-affinity]\nbig = " +
+         " ".join(f"synth-{i}" for i in range(10, 50)) + " synth-10\n",
+         ["k8.ini", "line 2", "synth-10"]),
     ]
     for i, (what, text, want) in enumerate(bad, 1):
         path = write(os.path.join(tmp, f"k{i}.ini"), text)
@@ -397,6 +405,14 @@ def test_constraints(tmp):
                  f"want one line naming {want}")
         else:
             print(f"ok: constraints, {what}: {lines[0]}")
+    long_group = write(os.path.join(tmp, "long.ini"), "[anti-affinity]\nbig = " +
+                       " ".join(f"synth-{i}" for i in range(10, 50)) + "\n")
+    p = watt("sim", "-q", "--synthetic", "300", "--constraints", long_group)
+    if crashed(p) or p.returncode != 0:
+        fail(f"constraints, a group on a 400-character line: exit {p.returncode}, "
+             f"{p.stderr.strip()!r}")
+    else:
+        print("ok: constraints, a group on a 400-character line")
     p = watt("compare", "-q", "--synthetic", "300", "--policies", "dvfs", "--constraints", good)
     if p.returncode == 0 or "watt policy" not in p.stderr:
         fail(f"constraints with dvfs: want a refusal naming the watt policy, got "

@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "base/parse.h"
 #include "fuzz.h"
@@ -135,6 +138,25 @@ static void check_bool01(const char *s)
     FUZZ_CHECK(v == (strchr("1Yy", *p) != NULL));
 }
 
+/* parse_bool: true exactly for the eight words (any case, blanks around). */
+static void check_bool(const char *s)
+{
+    static const char *const words[] = {"yes", "true", "on", "1", "no", "false", "off", "0"};
+    bool v = true;
+    int r = parse_bool(s, &v);
+    char *t = strdup(skip_space(s));
+    if (!t)
+        abort();
+    strip_trailing(t);
+    int hit = -1;
+    for (int i = 0; i < 8 && hit < 0; i++)
+        if (strcasecmp(t, words[i]) == 0)
+            hit = i;
+    free(t);
+    FUZZ_CHECK((r == 0) == (hit >= 0));
+    FUZZ_CHECK(r == 0 ? v == (hit < 4) : (r == -EINVAL && v));
+}
+
 static void check_strip(const char *s)
 {
     char *copy = strdup(s);
@@ -155,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_u64_any(s);
     check_double(s);
     check_bool01(s);
+    check_bool(s);
     check_strip(s);
     free(s);
     return 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
@@ -44,10 +45,10 @@ static void test_parse_good(void **state)
     char *err = NULL;
     (void)state;
     agent_config_default(&c);
-    assert_int_equal(agent_config_parse("[agent]\nlisten = 0.0.0.0:9999\ninterval = 0.5\n"
+    assert_int_equal(agent_config_parse("[agent]\nlisten = 0.0.0.0:9999\ninterval_s = 0.5\n"
                                         "rapl_energy = coarse\npue = 1.2\nroot = /tmp/r\n"
-                                        "max_connections = 8\ntimeout = 3\n"
-                                        "max_connections_per_client = 2\nheader_timeout = 7\n"
+                                        "max_connections = 8\ntimeout_s = 3\n"
+                                        "max_connections_per_client = 2\nheader_timeout_s = 7\n"
                                         "wakeups = proc\ncgroups = 0\n"
                                         "fleet_metrics = /run/watt/fleet.prom\n",
                                         "a.ini", &c, &err),
@@ -76,8 +77,10 @@ static void test_parse_bad(void **state)
         int line;
     } bad[] = {
         {"[agent]\nbogus = 1\n", 2},
-        {"[agent]\ninterval = 0\n", 2},
+        {"[agent]\ninterval_s = 0\n", 2},
         {"[agent]\ninterval = fast\n", 2},
+        {"[agent]\ninterval_s = fast\n", 2},
+        {"[agent]\ndevice_interval_s = -1\n", 2},
         {"[agent]\n\nlisten = 127.0.0.1:0\n", 3},
         {"[agent]\nlisten = nowhere\n", 2},
         {"[agent]\nrapl_energy = some\n", 2},
@@ -87,6 +90,15 @@ static void test_parse_bad(void **state)
         {"[agent]\nmax_connections_per_client = 5000\n", 2},
         {"[agent]\nheader_timeout = 0\n", 2},
         {"[agent]\nheader_timeout = 2.5\n", 2},
+        {"[agent]\ntimeout_s = 0\n", 2},
+        {"[agent]\ninsecure = maybe\n", 2},
+        {"[agent]\ninsecure =\n", 2},
+        {"[agent]\n\njournal = /var/lib/watt/j # the journal\n", 3},
+        {"[agent]\n; a comment longer than inih's line buffer "
+         "..............................................................................."
+         "..............................................................................\n"
+         "interval_s = 1\n",
+         2},
         {"[other]\nx = 1\n", 2},
         {"interval = 1\n", 1},
         {"[agent\n", 1},
@@ -149,6 +161,95 @@ static void test_parse_tuning(void **state)
     agent_config_free(&c);
 }
 
+/* What parsing TEXT writes to stderr (the deprecation notes), in BUF. */
+static int parse_noting(const char *text, struct agent_config *c, char *buf, size_t size)
+{
+    char *err = NULL;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+    int r = agent_config_parse(text, "a.ini", c, &err);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(f);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    if (r < 0)
+        fail_msg("'%s': %s", text, err);
+    return r;
+}
+
+/* Each key renamed for its unit: the new name is read quietly, the old
+ * one gives the same value and one note naming file:line and the new
+ * name (docs/config.md). */
+static void test_renamed_keys(void **state)
+{
+    static const struct {
+        const char *old, *now, *value;
+    } keys[] = {
+        {"interval", "interval_s", "2.5"},
+        {"device_interval", "device_interval_s", "30"},
+        {"timeout", "timeout_s", "42"},
+        {"header_timeout", "header_timeout_s", "9"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        for (int old = 0; old < 2; old++) {
+            struct agent_config c;
+            char note[512], text[128], want[128];
+            agent_config_default(&c);
+            snprintf(text, sizeof(text), "[agent]\n; note\n%s = %s\n",
+                     old ? keys[i].old : keys[i].now, keys[i].value);
+            assert_int_equal(parse_noting(text, &c, note, sizeof(note)), 0);
+            double got = i == 0   ? c.interval_s
+                         : i == 1 ? c.device_interval_s
+                         : i == 2 ? (double)c.timeout_s
+                                  : (double)c.header_timeout_s;
+            assert_true(got == atof(keys[i].value));
+            snprintf(want, sizeof(want), "watt agent: a.ini:3: '%s' is deprecated: write %s",
+                     keys[i].old, keys[i].now);
+            if (old && !strstr(note, want))
+                fail_msg("%s: note '%s', want '%s'", keys[i].old, note, want);
+            if (!old && note[0])
+                fail_msg("%s: unexpected note '%s'", keys[i].now, note);
+            agent_config_free(&c);
+        }
+    }
+}
+
+/* insecure and restore_on_exit take the one boolean vocabulary. */
+static void test_booleans(void **state)
+{
+    static const char *const yes[] = {"yes", "True", "ON", "1"};
+    static const char *const no[] = {"no", "false", "Off", "0"};
+    (void)state;
+    for (size_t i = 0; i < 4; i++) {
+        struct agent_config c;
+        char *err = NULL, text[128];
+        agent_config_default(&c);
+        snprintf(text, sizeof(text), "[agent]\ninsecure = %s\nrestore_on_exit = %s\n", yes[i],
+                 no[i]);
+        assert_int_equal(agent_config_parse(text, "a.ini", &c, &err), 0);
+        assert_true(c.insecure);
+        assert_false(c.restore_on_exit);
+        agent_config_free(&c);
+    }
+    struct agent_config c;
+    char *err = NULL;
+    agent_config_default(&c);
+    assert_int_equal(agent_config_parse("[agent]\nrestore_on_exit = maybe\n", "a.ini", &c, &err),
+                     -EINVAL);
+    assert_string_equal(err, "a.ini:2: restore_on_exit 'maybe': want yes/no, true/false, on/off "
+                             "or 1/0");
+    free(err);
+    agent_config_free(&c);
+}
+
 static void test_listen(void **state)
 {
     char *host = NULL;
@@ -175,7 +276,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),  cmocka_unit_test(test_parse_good),
         cmocka_unit_test(test_parse_bad), cmocka_unit_test(test_parse_tuning),
-        cmocka_unit_test(test_listen),
+        cmocka_unit_test(test_listen),    cmocka_unit_test(test_renamed_keys),
+        cmocka_unit_test(test_booleans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,6 +95,32 @@ static void test_parse_numbers(void **state)
     assert_int_equal(parse_bool01("2", &b), -EINVAL);
 }
 
+/* One vocabulary for every config file: each word in any case, and
+ * nothing else (docs/config.md). */
+static void test_parse_bool(void **state)
+{
+    static const char *const yes[] = {"yes", "YES", "True", "on", "On", "1", " true\n"};
+    static const char *const no[] = {"no", "No", "FALSE", "off", "OFF", "0", "\toff "};
+    static const char *const bad[] = {"", " ", "y", "n", "2", "enable", "yes please", "01", "o n"};
+    bool b;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        b = false;
+        assert_int_equal(parse_bool(yes[i], &b), 0);
+        assert_true(b);
+    }
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        b = true;
+        assert_int_equal(parse_bool(no[i], &b), 0);
+        assert_false(b);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        b = true;
+        assert_int_equal(parse_bool(bad[i], &b), -EINVAL);
+        assert_true(b); /* ret untouched on error */
+    }
+    assert_int_equal(parse_bool(NULL, &b), -EINVAL);
+}
+
 static void test_json(void **state)
 {
     struct json j;
@@ -201,7 +227,6 @@ static void test_table_hostile(void **state)
 /* The standard check value, and a CRC continued over two pieces. */
 static void test_crc32(void **state)
 {
-    (void)state;
     assert_int_equal(crc32_update(0, "123456789", 9), 0xcbf43926u);
     assert_int_equal(crc32_update(crc32_update(0, "1234", 4), "56789", 5), 0xcbf43926u);
     assert_int_equal(crc32_update(0, "", 0), 0);
@@ -211,10 +236,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpulist),       cmocka_unit_test(test_cpuset_iterate),
-        cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_crc32),         cmocka_unit_test(test_table),
-        cmocka_unit_test(test_json_hostile),  cmocka_unit_test(test_text),
-        cmocka_unit_test(test_table_hostile),
+        cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_parse_bool),
+        cmocka_unit_test(test_json),          cmocka_unit_test(test_crc32),
+        cmocka_unit_test(test_table),         cmocka_unit_test(test_json_hostile),
+        cmocka_unit_test(test_text),          cmocka_unit_test(test_table_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1191,7 +1191,7 @@ static void test_constraints_refused(void **state)
     } keys[] = {
         {"mode = auto\n", "test.ini line 5: mode = 'auto': want automatic|manual"},
         {"destroy_stale_copy = maybe\n",
-         "test.ini line 5: destroy_stale_copy = 'maybe': want no|yes"},
+         "test.ini line 5: destroy_stale_copy = 'maybe': want yes/no, true/false, on/off or 1/0"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
         _cleanup_free_ char *ini = xasprintf("%s/tmp/x\n%s%s", INI_HEAD, keys[i].key, INI_TAIL + 1);

@@ -419,6 +419,32 @@ static void test_hosts_good(void **state)
     fleet_hosts_free(&h);
 }
 
+/* The grammar of every fleet INI file (docs/config.md): a line longer
+ * than inih's 199 characters is read whole (inih read its tail as a line
+ * of its own), lines keep their numbers after it, indentation is not a
+ * continuation, " ;" is a comment in headers and after values. */
+static void test_hosts_grammar(void **state)
+{
+    char text[1024];
+    char pad[400];
+    memset(pad, '.', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = '\0';
+    snprintf(text, sizeof(text),
+             "; %s\n[type a] ; ours\n  base = g4\n  cores = 8 ; eight\n[fleet]\n"
+             "hosts = 2 x a, 1 x g5 ; %s\n",
+             pad, pad);
+    struct fleet_hosts h;
+    struct fleet_error err = {{0}};
+    if (fleet_hosts_parse(text, strlen(text), "hosts.ini", &h, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(h.n_hosts, 3);
+    assert_int_equal(h.types[0].cores, 8);
+    fleet_hosts_free(&h);
+    snprintf(text, sizeof(text), "; %s\n[type a]\nbase = g4\ncores = many\n", pad);
+    assert_int_equal(fleet_hosts_parse(text, strlen(text), "hosts.ini", &h, &err), -EINVAL);
+    assert_string_equal(err.msg, "hosts.ini line 4: cores = 'many': want an integer 1..1e+06");
+}
+
 static void expect_hosts_error(const char *spec, const char *needle)
 {
     struct fleet_hosts h;
@@ -665,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_builtin_types),
         cmocka_unit_test(test_hosts_good),
         cmocka_unit_test(test_hosts_bad),
+        cmocka_unit_test(test_hosts_grammar),
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_watt_params),
         cmocka_unit_test(test_synth),

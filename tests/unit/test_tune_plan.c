@@ -64,6 +64,8 @@ static void test_words(void **state)
     assert_int_equal(knobs_bool("0", &on), 0);
     assert_false(on);
     assert_int_equal(knobs_bool("maybe", &on), -EINVAL);
+    assert_int_equal(knobs_bool("True", &on), 0); /* parse_bool(): any case */
+    assert_true(on);
 
     char *a = tune_value_active("[default] performance powersave powersupersave \n");
     assert_string_equal(a, "default");

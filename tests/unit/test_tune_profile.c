@@ -369,6 +369,24 @@ static void test_shadowing(void **state)
 
 /* ---- bad input: one file ---------------------------------------------- */
 
+/* boost and nmi_watchdog take the one boolean vocabulary of every
+ * config file (docs/config.md), kept as written for the plan. */
+static void test_booleans(void **state)
+{
+    static const char *const words[] = {"yes", "No", "TRUE", "false", "on", "OFF", "1", "0"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        _cleanup_free_ char *text =
+            xasprintf("[cpufreq]\nboost = %s\n[kernel]\nnmi_watchdog = %s\n", words[i], words[i]);
+        struct profile *p = NULL;
+        char *err = NULL;
+        if (profile_parse_text(text, "t.conf", &p, NULL, NULL, &err) < 0)
+            fail_msg("%s: %s", words[i], err);
+        assert_string_equal(value(p, "cpufreq", "boost"), words[i]);
+        assert_string_equal(value(p, "kernel", "nmi_watchdog"), words[i]);
+        profile_free(p);
+    }
+}
+
 static void test_text_errors(void **state)
 {
     expect_text_error("[cpufreq]\ngovenor = performance\n",
@@ -401,11 +419,13 @@ static void test_text_errors(void **state)
                       "t.conf:2: governor 'schedutil,,powersave' has an empty item (want words "
                       "separated by commas)");
     expect_text_error("[cpufreq]\nboost = on, off\n",
-                      "t.conf:2: boost takes one word, not a list ('on, off')");
+                      "t.conf:2: boost 'on, off' is not a boolean (want yes/no, true/false, "
+                      "on/off or 1/0)");
+    expect_text_error("[kernel]\nnmi_watchdog = 2\n",
+                      "t.conf:2: nmi_watchdog '2' is not a boolean (want yes/no, true/false, "
+                      "on/off or 1/0)");
     expect_text_error("[devices]\nautosuspend_delay_ms = 5s\n",
                       "t.conf:2: autosuspend_delay_ms '5s' is not an integer (want 0..600000)");
-    expect_text_error("[kernel]\nnmi_watchdog = 2\n",
-                      "t.conf:2: nmi_watchdog 2 is out of range (want 0..1)");
     expect_text_error("[kernel]\ndirty_writeback_centisecs = -1\n",
                       "t.conf:2: dirty_writeback_centisecs -1 is out of range (want 0..360000)");
     expect_text_error("[latency]\nbusy_cpu_pct = lots\n",
@@ -446,8 +466,9 @@ static void test_text_errors(void **state)
                       "kernel's comm) is 1 to 15 characters without '/'");
     expect_text_error("[latency]\nworkload = port:+80\n",
                       "t.conf:2: workload 'port:+80': the port is an integer in 1..65535");
-    expect_text_error("[kernel]\nnmi_watchdog = +1\n",
-                      "t.conf:2: nmi_watchdog '+1' is not an integer (want 0..1)");
+    expect_text_error("[kernel]\ndirty_writeback_centisecs = +1\n",
+                      "t.conf:2: dirty_writeback_centisecs '+1' is not an integer (want "
+                      "0..360000)");
     expect_text_error("[latency]\nworkload = port:65536\n",
                       "t.conf:2: workload 'port:65536': the port is an integer in 1..65535");
     expect_text_error("[latency]\nworkload = cgroup:system.slice\n",
@@ -486,7 +507,8 @@ static void test_text_errors(void **state)
                       "t.conf:2: 'broken line' is not 'key = value', a [section] or a comment");
     /* an overridden value is checked too */
     expect_text_error("[kernel]\nnmi_watchdog = 7\nnmi_watchdog = 1\n",
-                      "t.conf:2: nmi_watchdog 7 is out of range (want 0..1)");
+                      "t.conf:2: nmi_watchdog '7' is not a boolean (want yes/no, true/false, "
+                      "on/off or 1/0)");
 }
 
 /* ---- bad input: loading ----------------------------------------------- */
@@ -740,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_duplicates_and_syntax),
         cmocka_unit_test_setup_teardown(test_shadowing, setup, teardown),
         cmocka_unit_test(test_text_errors),
+        cmocka_unit_test(test_booleans),
         cmocka_unit_test_setup_teardown(test_load_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_errors, setup, teardown),
         cmocka_unit_test(test_typed),

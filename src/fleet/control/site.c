@@ -1,12 +1,19 @@
 /* fleet.ini: the real fleet the controller drives (see site.h).
  *
- * One pass of our own over the lines gives every section and key its line
- * number (inih's handler has none); the [type NAME] sections are handed
- * to fleet_hosts_parse() in a copy of the text where every other line is
- * blanked, so its errors keep the file's line numbers. The engines' own
- * keys (fx_engines[] says which) are handed to the engines. */
+ * One inih pass over the file (docs/config.md has the grammar), with a
+ * handler per section: [controller], [type NAME] (the simulator's keys,
+ * fleet_type_spec_key()), [host NAME], [pin] and [anti-affinity]
+ * (site_rules.c), and the engines' own sections and keys (fx_engines[]
+ * says which). The line reader in front of inih (fleet/model/ini_lines.h)
+ * numbers every line (inih numbers nothing for its handler), hands us the
+ * section headers (inih r55 has no callback for a section without keys
+ * and keeps 50 bytes of a name), and passes a line longer than inih's
+ * buffer (a long vms = list) whole. Indentation is not significant: an
+ * indented line is a line of its own, not the continuation inih makes of
+ * it. */
 #include <ctype.h>
 #include <errno.h>
+#include <ini.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +26,7 @@
 #include "fleet/control/site.h"
 #include "fleet/control/site_rules.h"
 #include "fleet/engine/exec.h"
+#include "fleet/model/ini_lines.h"
 
 enum sect { S_NONE, S_CONTROLLER, S_TYPE, S_HOST, S_ENGINE, S_PIN, S_AFFINITY };
 
@@ -28,18 +36,19 @@ struct ctx {
     struct site *s;
     enum sect sect;
     struct site_host *host; /* current [host NAME] */
-    int line;
+    int line;               /* the line read, then the line of the error */
     char msg[400];
+    bool failed;                  /* msg holds the first error: read no more */
+    struct fleet_ini_lines lines; /* the reader in front of inih */
     bool seen_controller;
     const char *engine_section;                     /* current [NAME] of an engine */
     const char *seen_sections[MAX_ENGINE_SECTIONS]; /* the engines' sections found so far */
     size_t n_seen_sections;
-    char *types_text; /* the text with all but [type] sections blanked */
     int vms_line;
-    char (*host_type)[FLEET_NAME_MAX];  /* per host: its type = NAME */
-    char (*type_names)[FLEET_NAME_MAX]; /* the [type NAME] sections */
-    size_t n_type_names;
+    char (*host_type)[FLEET_NAME_MAX]; /* per host: its type = NAME */
     int *host_type_line;
+    struct fleet_type_spec *types; /* the [type NAME] sections */
+    size_t n_types, cap_types;
     struct site_rules_pending *rules; /* [pin], [anti-affinity] (site_rules.c) */
 };
 
@@ -67,6 +76,7 @@ static bool valid_name(const char *s, size_t max)
 #define FAIL(c, ...)                                       \
     ({                                                     \
         snprintf((c)->msg, sizeof((c)->msg), __VA_ARGS__); \
+        (c)->failed = true;                                \
         -EINVAL;                                           \
     })
 
@@ -288,10 +298,11 @@ static int on_controller(struct ctx *c, const char *key, const char *val)
         return r;
     }
     if (streq(key, "destroy_stale_copy")) {
-        static const char *const no_yes[] = {"no", "yes"};
-        r = pick(c, key, val, no_yes, ARRAY_SIZE(no_yes), &e);
-        s->destroy_stale_copy = e == 1;
-        return r;
+        bool b;
+        if (parse_bool(val, &b) < 0)
+            return FAIL(c, "%s = '%.40s': want " PARSE_BOOL_WORDS, key, val);
+        s->destroy_stale_copy = b;
+        return 0;
     }
     if (streq(key, "policy")) {
         struct fleet_watt_params wp;
@@ -348,22 +359,24 @@ static int on_host(struct ctx *c, const char *key, const char *val)
                          "type, uri, bmc, bmc_user, bmc_password, bmc_password_file");
 }
 
-static int on_key(struct ctx *c, char *line)
+/* A [type NAME] section's key: the simulator's own parser. */
+static int on_type(struct ctx *c, const char *key, const char *val)
 {
-    char *eq = strchr(line, '=');
-    if (!eq)
-        return FAIL(c, "want key = value or [section]");
-    *eq = '\0';
-    char *key = trim(line), *val = trim(eq + 1);
-    /* an inline comment after a value: " ; ..." or " # ..." */
-    for (char *p = val; *p; p++)
-        if ((*p == ';' || *p == '#') && p > val && isspace((unsigned char)p[-1])) {
-            *p = '\0';
-            val = trim(val);
-            break;
-        }
+    return fleet_type_spec_key(&c->types[c->n_types - 1], key, val, c->msg, sizeof(c->msg));
+}
+
+static int on_key(struct ctx *c, const char *key, const char *val)
+{
     if (!*key)
         return FAIL(c, "a key is missing before '='");
+    /* inih's inline comment is " ;" only (docs/config.md); a " #" that
+     * used to end a value is refused rather than read into it */
+    for (const char *p = val; *p; p++)
+        if (*p == '#' && p > val && isspace((unsigned char)p[-1]) && !streq(key, "bmc_password"))
+            return FAIL(c,
+                        "%.40s = '%.60s': ' #' does not start a comment after a value (only "
+                        "' ;' does): write ' ;' there, or leave the '#' out",
+                        key, val);
     switch (c->sect) {
     case S_CONTROLLER:
         return on_controller(c, key, val);
@@ -375,15 +388,31 @@ static int on_key(struct ctx *c, char *line)
         return on_engine_key(c, FX_IN_SECTION, key, val, where, "");
     }
     case S_PIN:
-        return site_rules_pin(&c->rules, key, val, c->line, c->msg, sizeof(c->msg));
     case S_AFFINITY:
-        return site_rules_group(&c->rules, c->s, key, val, c->line, c->msg, sizeof(c->msg));
+        return c->sect == S_PIN
+                   ? site_rules_pin(&c->rules, key, val, c->line, c->msg, sizeof(c->msg))
+                   : site_rules_group(&c->rules, c->s, key, val, c->line, c->msg, sizeof(c->msg));
     case S_TYPE:
-        return 0; /* fleet_hosts_parse() reads these */
+        return on_type(c, key, val);
     case S_NONE:
     default:
         return FAIL(c, "'%.40s' before any section", key);
     }
+}
+
+/* inih's handler: its section is ignored (the reader keeps ours). */
+static int on_entry(void *user, const char *section, const char *key, const char *val)
+{
+    struct ctx *c = user;
+    (void)section;
+    if (c->failed)
+        return 0;
+    c->line = c->lines.line;
+    _cleanup_free_ char *long_value = fleet_ini_take_long(&c->lines);
+    if (on_key(c, key, long_value ? long_value : val) == 0)
+        return 1;
+    c->failed = c->lines.failed = true; /* c->msg says why */
+    return 0;
 }
 
 static int new_host(struct ctx *c, const char *name)
@@ -407,6 +436,26 @@ static int new_host(struct ctx *c, const char *name)
     c->host = &s->hosts[s->n_hosts++];
     *c->host = (struct site_host){.line = c->line};
     snprintf(c->host->name, sizeof(c->host->name), "%s", name);
+    return 0;
+}
+
+/* [type NAME]: a type of the simulator's, named once. */
+static int new_type(struct ctx *c, const char *name)
+{
+    if (!fleet_type_name_ok(name))
+        return FAIL(c, "type name '%.60s' must be 1..%d letters, digits, '_', '-' or '.'", name,
+                    FLEET_TYPE_NAME_MAX);
+    for (size_t i = 0; i < c->n_types; i++)
+        if (strcasecmp(c->types[i].t.name, name) == 0)
+            return FAIL(c, "type '%s' is already defined on line %d", name, c->types[i].line);
+    /* a type per host at most: the duplicate check above stays cheap */
+    if (c->n_types >= SITE_MAX_HOSTS)
+        return FAIL(c, "more than %d host types", SITE_MAX_HOSTS);
+    c->types = grow_array(c->types, sizeof(*c->types), c->n_types, &c->cap_types);
+    struct fleet_type_spec *t = &c->types[c->n_types++];
+    *t = (struct fleet_type_spec){.line = c->line};
+    snprintf(t->t.name, sizeof(t->t.name), "%s", name);
+    c->sect = S_TYPE;
     return 0;
 }
 
@@ -446,12 +495,8 @@ static int on_section(struct ctx *c, char *line)
         c->sect = S_CONTROLLER;
         return 0;
     }
-    if (strcasecmp(name, "type") == 0) {
-        c->sect = S_TYPE;
-        c->type_names = xrealloc(c->type_names, (c->n_type_names + 1) * sizeof(*c->type_names));
-        snprintf(c->type_names[c->n_type_names++], FLEET_NAME_MAX, "%s", arg);
-        return 0;
-    }
+    if (strcasecmp(name, "type") == 0)
+        return new_type(c, arg);
     if (strcasecmp(name, "host") == 0) {
         c->sect = S_HOST;
         return new_host(c, arg);
@@ -478,33 +523,31 @@ static int on_section(struct ctx *c, char *line)
                 name, want);
 }
 
-/* Every line: sections and keys, with the type sections kept in
- * c->types_text and everything else blanked there. */
+static int on_header(void *user, char *header)
+{
+    struct ctx *c = user;
+    c->line = c->lines.line;
+    return on_section(c, header);
+}
+
+/* Every line, through inih. */
 static int scan(struct ctx *c, const char *text)
 {
-    _cleanup_free_ char *copy = xstrdup(text);
-    c->types_text = xstrdup(text);
-    char *out = c->types_text;
-    char *next;
-    for (char *line = copy; line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        size_t len = strlen(line);
-        c->line++;
-        char *s = trim(line);
-        int r = 0;
-        if (*s == '[')
-            r = on_section(c, s);
-        else if (*s && *s != ';' && *s != '#')
-            r = on_key(c, s);
-        if (r < 0)
-            return r;
-        if (c->sect != S_TYPE)
-            memset(out, ' ', len);
-        out += len + (next ? 1 : 0);
+    c->lines = (struct fleet_ini_lines){.pos = text, .on_section = on_header, .user = c};
+    int r = ini_parse_stream(fleet_ini_read, &c->lines, on_entry, c);
+    fleet_ini_lines_free(&c->lines);
+    c->line = c->lines.line;
+    if (c->lines.why[0])
+        return FAIL(c, "%s", c->lines.why);
+    if (r < 0)
+        return FAIL(c, "out of memory");
+    /* inih's own errors are lines that are no key = value; it goes on
+     * after one, so the handler may have failed on a later line */
+    if (r > 0 && (!c->failed || r < c->line)) {
+        c->line = r;
+        return FAIL(c, "want key = value or [section]");
     }
-    return 0;
+    return c->failed ? -EINVAL : 0;
 }
 
 static void defaults(struct site *s)
@@ -524,67 +567,56 @@ static void defaults(struct site *s)
     s->power_engine = fx_engine_default(true);
 }
 
-static bool section_defined(const struct ctx *c, const char *name)
+/* The [type NAME] section named NAME, or -1. */
+static ssize_t type_defined(const struct ctx *c, const char *name)
 {
-    for (size_t k = 0; k < c->n_type_names; k++)
-        if (strcasecmp(c->type_names[k], name) == 0)
-            return true;
-    return false;
+    for (size_t k = 0; k < c->n_types; k++)
+        if (strcasecmp(c->types[k].t.name, name) == 0)
+            return (ssize_t)k;
+    return -1;
 }
 
-/* Types: the [type] sections through the simulator's parser. Its hosts
- * list names only what pulls in the built-in types used (g4, g5: at most
- * two words, so the line stays short for inih), or one defined type; each
- * host's type is then found by name. */
-static int build_types(struct ctx *c, const char *origin, struct fleet_error *err)
+/* Types: each [type NAME] section finished (in file order), then the
+ * built-ins that hosts name (in the order first named); each host's type
+ * found by name, a defined type before a built-in. */
+static int build_types(struct ctx *c)
 {
     struct site *s = c->s;
     if (s->n_hosts == 0)
         return FAIL(c, "no [host NAME] sections");
-    struct strbuf list = {0};
+    struct fleet_hosts *h = &s->types;
+    h->types = xcalloc(c->n_types + 2, sizeof(*h->types));
+    for (size_t k = 0; k < c->n_types; k++) {
+        if (fleet_type_spec_finish(&c->types[k], &h->types[k], c->msg, sizeof(c->msg)) < 0) {
+            c->line = c->types[k].line;
+            c->failed = true;
+            return -EINVAL;
+        }
+        h->n_types++;
+    }
+    h->type_of = xcalloc(s->n_hosts, sizeof(*h->type_of));
+    h->n_hosts = s->n_hosts;
     for (size_t i = 0; i < s->n_hosts; i++) {
         const char *t = c->host_type[i];
         if (!t[0]) {
             c->line = s->hosts[i].line;
-            strbuf_free(&list);
             return FAIL(c, "[host %s] has no type = NAME (a [type NAME] section, or g4/g5)",
                         s->hosts[i].name);
         }
-        bool defined = section_defined(c, t);
-        if (!defined && !fleet_host_type_builtin(t)) {
+        ssize_t k = type_defined(c, t);
+        const struct fleet_host_type *b = fleet_host_type_builtin(t);
+        if (k < 0 && !b) {
             c->line = c->host_type_line[i];
-            strbuf_free(&list);
             return FAIL(c, "type = %s: no [type %s] section (and not a built-in: g4, g5)", t, t);
         }
-        _cleanup_free_ char *word = xasprintf("1x%s", t);
-        bool listed = list.len && strcasestr(strbuf_str(&list), word);
-        if (!defined && !listed)
-            strbuf_appendf(&list, "%s%s", list.len ? "," : "", word);
-    }
-    c->line = 0;
-    if (!list.len)
-        strbuf_appendf(&list, "1x%s", c->host_type[0]);
-    struct strbuf sb = {0};
-    strbuf_append(&sb, c->types_text);
-    strbuf_appendf(&sb, "\n[fleet]\norder = block\nhosts = %s\n", strbuf_str(&list));
-    strbuf_free(&list);
-    int r = fleet_hosts_parse(strbuf_str(&sb), sb.len, origin, &s->types, err);
-    strbuf_free(&sb);
-    if (r < 0)
-        return r; /* ERR says what and where; c->msg stays empty */
-    free(s->types.type_of);
-    s->types.type_of = xcalloc(s->n_hosts, sizeof(*s->types.type_of));
-    s->types.n_hosts = s->n_hosts;
-    for (size_t i = 0; i < s->n_hosts; i++) {
-        size_t k = 0;
-        while (k < s->types.n_types && strcasecmp(s->types.types[k].name, c->host_type[i]))
-            k++;
-        if (k == s->types.n_types) { /* cannot happen: every name was checked */
-            fleet_hosts_free(&s->types);
-            return FAIL(c, "type '%s' of [host %s] went missing", c->host_type[i],
-                        s->hosts[i].name);
+        if (k < 0) {
+            for (k = (ssize_t)c->n_types; k < (ssize_t)h->n_types; k++)
+                if (strcasecmp(h->types[k].name, b->name) == 0)
+                    break;
+            if (k == (ssize_t)h->n_types)
+                h->types[h->n_types++] = *b;
         }
-        s->types.type_of[i] = (uint16_t)k;
+        h->type_of[i] = (uint16_t)k;
         s->hosts[i].type = (uint16_t)k;
     }
     return 0;
@@ -665,7 +697,7 @@ int site_parse(const char *text, size_t len, const char *origin, struct site *re
     int r = scan(&c, t);
     if (r == 0) {
         c.line = 0;
-        r = build_types(&c, origin, err);
+        r = build_types(&c);
     }
     if (r == 0)
         r = validate(&c);
@@ -675,10 +707,9 @@ int site_parse(const char *text, size_t len, const char *origin, struct site *re
         else
             fleet_error_set(err, "%s: %s", origin, c.msg);
     }
-    free(c.types_text);
     free(c.host_type);
     free(c.host_type_line);
-    free(c.type_names);
+    free(c.types);
     site_rules_pending_free(c.rules);
     if (r < 0) {
         site_free(&s);

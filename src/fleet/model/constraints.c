@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "fleet/model/fleet.h"
+#include "fleet/model/ini_lines.h"
 
 struct cctx {
     const struct fleet_trace *tr;
@@ -20,7 +21,7 @@ struct cctx {
     struct fleet_constraints c;
     size_t *by_name; /* VM indices sorted by name */
     char msg[400];
-    int line;
+    struct fleet_ini_lines lines; /* the reader in front of inih: numbers, long lines */
 };
 
 static int cmp_name(const void *a, const void *b, void *arg)
@@ -144,11 +145,23 @@ static int on_random(struct cctx *x, const char *val)
     return 0;
 }
 
+static int on_key(struct cctx *x, const char *section, const char *key, const char *val);
+
+/* inih's handler: a long line's value from the reader. */
 static int on_entry(void *user, const char *section, const char *key, const char *val)
 {
     struct cctx *x = user;
     if (x->msg[0])
         return 0;
+    _cleanup_free_ char *long_value = fleet_ini_take_long(&x->lines);
+    int r = on_key(x, section, key, long_value ? long_value : val);
+    if (x->msg[0])
+        x->lines.failed = true; /* the first error is the one to report */
+    return r;
+}
+
+static int on_key(struct cctx *x, const char *section, const char *key, const char *val)
+{
     if (strcasecmp(section, "maintenance") == 0) {
         if (strcmp(key, "hosts") != 0) {
             snprintf(x->msg, sizeof(x->msg), "[maintenance] knows hosts = LIST, not '%.40s'", key);
@@ -233,7 +246,13 @@ int fleet_constraints_parse(const char *text, size_t len, const char *origin,
         x.by_name[vi] = vi;
     qsort_r(x.by_name, tr->n_vms, sizeof(size_t), cmp_name, (void *)tr);
     _cleanup_free_ char *copy = xstrndup(text, len);
-    int line = ini_parse_string(copy, on_entry, &x);
+    x.lines = (struct fleet_ini_lines){.pos = copy};
+    int line = ini_parse_stream(fleet_ini_read, &x.lines, on_entry, &x);
+    fleet_ini_lines_free(&x.lines);
+    if (x.lines.why[0] && (line <= 0 || line > x.lines.line)) {
+        line = x.lines.line;
+        snprintf(x.msg, sizeof(x.msg), "%s", x.lines.why);
+    }
     free(x.by_name);
     if (line != 0 || x.msg[0]) {
         if (line > 0)

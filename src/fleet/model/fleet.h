@@ -62,6 +62,25 @@ const struct fleet_host_type *fleet_host_type_builtin(const char *name);
 int fleet_hosts_parse(const char *text, size_t len, const char *origin, struct fleet_hosts *ret,
                       struct fleet_error *err);
 void fleet_hosts_free(struct fleet_hosts *h);
+/* One [type NAME] section as its keys come, for every file that holds
+ * such sections (a --hosts INI, fleet.ini; docs/fleet-formats.md): each
+ * key through fleet_type_spec_key(), then fleet_type_spec_finish() for
+ * the type (base first, then the keys set, then the derived defaults).
+ * Both return 0, or -EINVAL with WHY (naming the key; the caller adds the
+ * file and line). */
+struct fleet_type_spec {
+    struct fleet_host_type t;           /* the keys set; t.name: NAME */
+    const struct fleet_host_type *base; /* base = g4|g5; NULL: none */
+    unsigned set;                       /* which keys were set (hosts.c) */
+    int line;                           /* of its [type NAME] header */
+};
+#define FLEET_TYPE_NAME_MAX 40 /* inih keeps 50 bytes of "type NAME" */
+/* 1..FLEET_TYPE_NAME_MAX letters, digits, '_', '-' or '.'. */
+bool fleet_type_name_ok(const char *name);
+int fleet_type_spec_key(struct fleet_type_spec *ts, const char *key, const char *val, char *why,
+                        size_t size);
+int fleet_type_spec_finish(const struct fleet_type_spec *ts, struct fleet_host_type *ret, char *why,
+                           size_t size);
 double fleet_host_type_mips(const struct fleet_host_type *t); /* cores x mips_per_core */
 /* Power at utilisation u (0..1, clamped) by linear interpolation, watts. */
 double fleet_host_type_power(const struct fleet_host_type *t, double u);

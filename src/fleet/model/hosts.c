@@ -13,6 +13,7 @@
 #include "base/parse.h"
 #include "base/util.h"
 #include "fleet/model/fleet.h"
+#include "fleet/model/ini_lines.h"
 
 #define MAX_HOSTS 10000000u
 #define MAX_TYPES 65535u
@@ -88,13 +89,10 @@ static const char *trim(char *s)
     return s;
 }
 
-/* inih keeps 50 bytes of a section name: "type " and 40 leave room. */
-#define TYPE_NAME_MAX 40
-
-static bool valid_name(const char *s)
+bool fleet_type_name_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > TYPE_NAME_MAX)
+    if (n == 0 || n > FLEET_TYPE_NAME_MAX)
         return false;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && !strchr("_-.", *s))
@@ -233,17 +231,11 @@ enum {
     SET_BOOT_J = 1 << 7,
 };
 
-struct ini_type {
-    struct fleet_host_type t;           /* explicitly set fields */
-    const struct fleet_host_type *base; /* builtin to start from */
-    unsigned set;                       /* SET_* */
-    int line;
-};
-
 struct ini_ctx {
-    struct ini_type *types;
+    struct fleet_type_spec *types;
     size_t n_types, cap_types;
-    size_t last; /* cache: index of the last [type] looked up */
+    ssize_t cur;                  /* the section read: a [type] index, or -1 [fleet], -2 none yet */
+    struct fleet_ini_lines lines; /* the reader in front of inih */
     char *hosts;
     int hosts_line;
     bool alternate;
@@ -263,36 +255,19 @@ static bool section_type_name(const char *section, char *name, size_t size)
     return true;
 }
 
-static ssize_t ini_find(struct ini_ctx *c, const char *name)
-{
-    if (c->last < c->n_types && strcasecmp(c->types[c->last].t.name, name) == 0)
-        return (ssize_t)c->last;
-    for (size_t i = 0; i < c->n_types; i++)
-        if (strcasecmp(c->types[i].t.name, name) == 0)
-            return (ssize_t)(c->last = i);
-    return -1;
-}
-
 static int by_name(const void *a, const void *b)
 {
-    const struct ini_type *x = a, *y = b;
+    const struct fleet_type_spec *x = a, *y = b;
     int r = strcasecmp(x->t.name, y->t.name);
     return r ? r : (x->line > y->line) - (x->line < y->line);
 }
 
-/* Sections come from a scan of our own: inih has no callback for a section
- * without keys, nor for the second [type a] of a file. Also reports lines
- * that are not a section, a comment or key = value, with their number. */
-static int prescan_line(struct ini_ctx *c, char *line, int lineno)
+/* A "[...]" line, from the reader (ini_lines.h: inih has no callback
+ * for a section without keys, nor tells a second [type a] from the first). */
+static int on_header(void *user, char *s)
 {
-    const char *s = trim(line);
-    if (!*s || *s == ';' || *s == '#')
-        return 0;
-    if (*s != '[') {
-        if (!strchr(s, '='))
-            snprintf(c->msg, sizeof(c->msg), "want key = value or [section]");
-        return c->msg[0] ? -EINVAL : 0;
-    }
+    struct ini_ctx *c = user;
+    c->line = c->lines.line; /* kept only when this fails */
     char *close = strchr(s, ']');
     if (!close) {
         snprintf(c->msg, sizeof(c->msg), "section header without ']'");
@@ -306,11 +281,12 @@ static int prescan_line(struct ini_ctx *c, char *line, int lineno)
             return -EINVAL;
         }
         c->has_fleet = true;
+        c->cur = -1;
     } else if (section_type_name(s + 1, name, sizeof(name))) {
-        if (!valid_name(name)) {
+        if (!fleet_type_name_ok(name)) {
             snprintf(c->msg, sizeof(c->msg),
                      "type name '%.60s' must be 1..%d letters, digits, '_', '-' or '.'", name,
-                     TYPE_NAME_MAX);
+                     FLEET_TYPE_NAME_MAX);
             return -EINVAL;
         }
         if (c->n_types >= MAX_TYPES) {
@@ -318,14 +294,16 @@ static int prescan_line(struct ini_ctx *c, char *line, int lineno)
             return -EINVAL;
         }
         c->types = grow_array(c->types, sizeof(*c->types), c->n_types, &c->cap_types);
-        struct ini_type *it = &c->types[c->n_types++];
-        *it = (struct ini_type){.line = lineno};
-        memcpy(it->t.name, name, strlen(name) + 1); /* valid_name(): short */
+        struct fleet_type_spec *it = &c->types[c->n_types];
+        *it = (struct fleet_type_spec){.line = c->lines.line};
+        memcpy(it->t.name, name, strlen(name) + 1); /* fleet_type_name_ok(): short */
+        c->cur = (ssize_t)c->n_types++;
     } else {
         snprintf(c->msg, sizeof(c->msg), "unknown section [%.60s] (want [type NAME] or [fleet])",
                  s + 1);
         return -EINVAL;
     }
+    c->line = 0;
     return 0;
 }
 
@@ -333,7 +311,7 @@ static int check_duplicates(struct ini_ctx *c)
 {
     if (c->n_types < 2)
         return 0;
-    _cleanup_free_ struct ini_type *sorted = xmalloc(c->n_types * sizeof(*sorted));
+    _cleanup_free_ struct fleet_type_spec *sorted = xmalloc(c->n_types * sizeof(*sorted));
     memcpy(sorted, c->types, c->n_types * sizeof(*sorted));
     qsort(sorted, c->n_types, sizeof(*sorted), by_name);
     for (size_t i = 1; i < c->n_types; i++)
@@ -346,39 +324,20 @@ static int check_duplicates(struct ini_ctx *c)
     return 0;
 }
 
-static int prescan(struct ini_ctx *c, const char *text)
-{
-    _cleanup_free_ char *copy = xstrdup(text);
-    char *save = NULL;
-    int lineno = 0;
-    /* strtok_r would skip empty lines and lose the count */
-    for (char *line = copy; line; line = save) {
-        save = strchr(line, '\n');
-        if (save)
-            *save++ = '\0';
-        int r = prescan_line(c, line, ++lineno);
-        if (r < 0) {
-            c->line = lineno;
-            return r;
-        }
-    }
-    return check_duplicates(c);
-}
-
-static int set_number(struct ini_ctx *c, const char *key, const char *val, double lo, double hi,
-                      bool integer, double *ret)
+static int set_number(const char *key, const char *val, double lo, double hi, bool integer,
+                      double *ret, char *why, size_t size)
 {
     double v;
     if (parse_double(val, &v) < 0 || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
-        snprintf(c->msg, sizeof(c->msg), "%s = '%.40s': want %s %g..%g", key, val,
+        snprintf(why, size, "%s = '%.40s': want %s %g..%g", key, val,
                  integer ? "an integer" : "a number", lo, hi);
-        return 0;
+        return -EINVAL;
     }
     *ret = v;
-    return 1;
+    return 0;
 }
 
-static int set_power(struct ini_ctx *c, const char *val, double *ret)
+static int set_power(const char *val, double *ret, char *why, size_t size)
 {
     char buf[512];
     snprintf(buf, sizeof(buf), "%s", val);
@@ -387,43 +346,43 @@ static int set_power(struct ini_ctx *c, const char *val, double *ret)
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (n == FLEET_POWER_POINTS || parse_double(tok, &w[n]) < 0 || w[n] < 0 || w[n] > 1e6) {
-            snprintf(c->msg, sizeof(c->msg),
+            snprintf(why, size,
                      "power_w: want %d comma-separated watts 0..1e6 (at 0, 10, ..., 100 %% load)",
                      FLEET_POWER_POINTS);
-            return 0;
+            return -EINVAL;
         }
         if (n > 0 && w[n] < w[n - 1]) {
-            snprintf(c->msg, sizeof(c->msg), "power_w: %g W at %zu %% is less than %g W at %zu %%",
-                     w[n], n * 10, w[n - 1], (n - 1) * 10);
-            return 0;
+            snprintf(why, size, "power_w: %g W at %zu %% is less than %g W at %zu %%", w[n], n * 10,
+                     w[n - 1], (n - 1) * 10);
+            return -EINVAL;
         }
         n++;
     }
     if (n != FLEET_POWER_POINTS) {
-        snprintf(c->msg, sizeof(c->msg),
-                 "power_w: %zu values, want %d (at 0, 10, ..., 100 %% load)", n,
+        snprintf(why, size, "power_w: %zu values, want %d (at 0, 10, ..., 100 %% load)", n,
                  FLEET_POWER_POINTS);
-        return 0;
+        return -EINVAL;
     }
     memcpy(ret, w, sizeof(w));
-    return 1;
+    return 0;
 }
 
-static int on_type_key(struct ini_ctx *c, struct ini_type *it, const char *key, const char *val)
+int fleet_type_spec_key(struct fleet_type_spec *it, const char *key, const char *val, char *why,
+                        size_t size)
 {
     struct fleet_host_type *t = &it->t;
     double v = 0;
-    int ok;
     if (streq(key, "base")) {
         it->base = fleet_host_type_builtin(val);
-        if (!it->base)
-            snprintf(c->msg, sizeof(c->msg),
-                     "base = '%.40s': unknown built-in type (want g4 or g5)", val);
-        return it->base != NULL;
+        if (!it->base) {
+            snprintf(why, size, "base = '%.40s': unknown built-in type (want g4 or g5)", val);
+            return -EINVAL;
+        }
+        return 0;
     }
     if (streq(key, "power_w")) {
         it->set |= SET_POWER;
-        return set_power(c, val, t->power_w);
+        return set_power(val, t->power_w, why, size);
     }
     static const struct {
         const char *key;
@@ -439,7 +398,7 @@ static int on_type_key(struct ini_ctx *c, struct ini_type *it, const char *key, 
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++) {
         if (!streq(key, nums[i].key))
             continue;
-        ok = set_number(c, key, val, nums[i].lo, nums[i].hi, nums[i].integer, &v);
+        int r = set_number(key, val, nums[i].lo, nums[i].hi, nums[i].integer, &v, why, size);
         it->set |= nums[i].bit;
         if (nums[i].bit == SET_CORES)
             t->cores = (unsigned)v;
@@ -455,13 +414,13 @@ static int on_type_key(struct ini_ctx *c, struct ini_type *it, const char *key, 
             t->boot_s = v;
         else
             t->boot_j = v;
-        return ok;
+        return r;
     }
-    snprintf(c->msg, sizeof(c->msg),
+    snprintf(why, size,
              "unknown key '%.40s' in [type %s] (want base, cores, mips_per_core, ram_mb, bw_mbit, "
              "power_w, off_w, boot_s, boot_j)",
              key, t->name);
-    return 0;
+    return -EINVAL;
 }
 
 static int on_fleet_key(struct ini_ctx *c, const char *key, const char *val)
@@ -483,35 +442,43 @@ static int on_fleet_key(struct ini_ctx *c, const char *key, const char *val)
     return 0;
 }
 
-static int on_entry(void *user, const char *section, const char *key, const char *val)
+static int on_key(struct ini_ctx *c, const char *key, const char *val)
 {
-    struct ini_ctx *c = user;
-    char name[256];
-    if (c->msg[0])
-        return 0;
-    if (strcasecmp(section, "fleet") == 0)
+    if (c->cur == -1)
         return on_fleet_key(c, key, val);
-    if (section_type_name(section, name, sizeof(name))) {
-        ssize_t i = ini_find(c, name);
-        if (i >= 0)
-            return on_type_key(c, &c->types[i], key, val);
-    }
+    if (c->cur >= 0)
+        return fleet_type_spec_key(&c->types[c->cur], key, val, c->msg, sizeof(c->msg)) == 0;
     snprintf(c->msg, sizeof(c->msg), "'%.40s' outside [type NAME] or [fleet]", key);
     return 0;
 }
 
+/* inih's handler: its section is ignored (the reader keeps ours). */
+static int on_entry(void *user, const char *section, const char *key, const char *val)
+{
+    struct ini_ctx *c = user;
+    (void)section;
+    if (c->msg[0])
+        return 0;
+    _cleanup_free_ char *long_value = fleet_ini_take_long(&c->lines);
+    if (on_key(c, key, long_value ? long_value : val))
+        return 1;
+    c->line = c->lines.line;
+    c->lines.failed = true; /* the first error is the one to report */
+    return 0;
+}
+
 /* Base, then explicit keys; the derived defaults; the required keys. */
-static int finish_type(struct ini_ctx *c, const struct ini_type *it, struct fleet_host_type *ret)
+int fleet_type_spec_finish(const struct fleet_type_spec *it, struct fleet_host_type *ret, char *why,
+                           size_t size)
 {
     struct fleet_host_type t =
         it->base ? *it->base : (struct fleet_host_type){.bw_mbit = 1000, .off_w = 5, .boot_s = 300};
     snprintf(t.name, sizeof(t.name), "%s", it->t.name);
     unsigned need = SET_CORES | SET_MIPS | SET_RAM | SET_POWER;
     if (!it->base && (it->set & need) != need) {
-        snprintf(c->msg, sizeof(c->msg),
+        snprintf(why, size,
                  "[type %s] needs cores, mips_per_core, ram_mb and power_w (or base = g4|g5)",
                  t.name);
-        c->line = it->line;
         return -EINVAL;
     }
 #define TAKE(bit, field) \
@@ -538,8 +505,11 @@ static int ini_build(struct ini_ctx *c, struct fleet_hosts *ret)
     uint16_t *type_of = NULL;
     size_t n_hosts = 0;
     int r = 0;
-    for (size_t i = 0; i < c->n_types && r == 0; i++)
-        r = finish_type(c, &c->types[i], types_add(&ts));
+    for (size_t i = 0; i < c->n_types && r == 0; i++) {
+        r = fleet_type_spec_finish(&c->types[i], types_add(&ts), c->msg, sizeof(c->msg));
+        if (r < 0)
+            c->line = c->types[i].line;
+    }
     if (r == 0 && !c->hosts) {
         snprintf(c->msg, sizeof(c->msg), "no hosts = COUNT x TYPE, ... in a [fleet] section");
         r = -EINVAL;
@@ -562,15 +532,29 @@ static int ini_build(struct ini_ctx *c, struct fleet_hosts *ret)
 static int parse_ini(const char *text, const char *origin, struct fleet_hosts *ret,
                      struct fleet_error *err)
 {
-    struct ini_ctx c = {.last = SIZE_MAX};
-    int r = prescan(&c, text);
-    if (r == 0) {
-        /* inih returns the line where the handler refused */
-        c.line = ini_parse_string(text, on_entry, &c);
-        if (c.line != 0 && !c.msg[0])
-            snprintf(c.msg, sizeof(c.msg), "syntax error (want key = value)");
-        r = c.line != 0 ? -EINVAL : ini_build(&c, ret);
+    struct ini_ctx c = {.cur = -2};
+    c.lines = (struct fleet_ini_lines){.pos = text, .on_section = on_header, .user = &c};
+    int line = ini_parse_stream(fleet_ini_read, &c.lines, on_entry, &c);
+    fleet_ini_lines_free(&c.lines);
+    int r = 0;
+    if (c.lines.why[0]) {
+        c.line = c.lines.line;
+        snprintf(c.msg, sizeof(c.msg), "%s", c.lines.why);
     }
+    /* inih's own errors are lines that are no key = value; it goes on
+     * after one, so a handler may have failed on a later line */
+    if (line > 0 && (!c.msg[0] || line < c.line)) {
+        c.line = line;
+        snprintf(c.msg, sizeof(c.msg), "want key = value or [section]");
+    }
+    if (line < 0 && !c.msg[0])
+        snprintf(c.msg, sizeof(c.msg), "out of memory");
+    if (c.msg[0])
+        r = -EINVAL;
+    if (r == 0)
+        r = check_duplicates(&c);
+    if (r == 0)
+        r = ini_build(&c, ret);
     if (r < 0 && c.line > 0)
         fleet_error_set(err, "%s line %d: %s", origin, c.line, c.msg);
     else if (r < 0)
