@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsondoc.h"
 #include "base/text.h"
 #include "base/util.h"
 #include "config.h"
@@ -132,8 +133,7 @@ static void problems_json(const struct report_ctx *c, struct json *j)
 
 void report_render_json(const struct report_ctx *c, struct json *j)
 {
-    json_object_begin(j);
-    json_kv_string(j, "schema", "watt-report/1");
+    json_doc_begin(j, "watt-report/2", doc_time_now());
     json_kv_string(j, "watt_version", WATT_VERSION);
     json_kv_string(j, "root", c->h->root);
     json_kv_bool(j, "live", c->h->live);
