@@ -55,8 +55,8 @@ int doc_time_format(int64_t t, char *buf, size_t size)
 {
     struct tm tm;
     time_t tt = (time_t)t;
-    if (t < 0 || t > DOC_TIME_MAX || !gmtime_r(&tt, &tm) ||
-        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    if (t < 0 || t > DOC_TIME_MAX || (int64_t)tt != t /* a 32-bit time_t */ ||
+        !gmtime_r(&tt, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         return -ERANGE;
     return 0;
 }
