@@ -90,6 +90,8 @@ def run_json(what, args, marker, cwd=None, fixed_time=True, env=ENV):
     except ValueError as e:
         check(False, f"{what}: exit {p.returncode}, not JSON ({e}): {p.stderr.strip()[:300]}")
         return None
+    if p.returncode != 0:  # a sanitizer's report, say, after a whole document
+        check(False, f"{what}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
     return valid(what, doc, marker, fixed_time)
 
 
