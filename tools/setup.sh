@@ -16,6 +16,8 @@ if [ "${1:-}" = "--test" ]; then
     # prometheus: the agent's end-to-end test scrapes it with a real server
     # powertop: watt top is checked side by side with it; tmux drives the TUI test
     pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk powertop tmux util-linux)
+    # python3-jsonschema: every --json document is validated against schema/ (test_json_schema.py)
+    pkgs+=(python3-jsonschema)
     # the fleet lab: three libvirt session daemons with TCG guests, simulated BMCs
     pkgs+=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 openipmi ipmitool passwd)
     # the man pages (scdoc builds them, man renders them) and the shell

@@ -26,6 +26,7 @@
 #include "agent/gzip.h"
 #include "agent/tuning.h"
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/util.h"
 #include "host/host.h"
 #include "model/model.h"
@@ -951,7 +952,7 @@ static void ctl_status(struct agent *a, struct strbuf *out)
 {
     struct json j;
     json_init(&j, false);
-    json_object_begin(&j);
+    json_doc_begin(&j, "watt-ctl-status/1", doc_time_now());
     json_kv_string(&j, "listen", a->cfg.listen_host);
     json_kv_u64(&j, "port", a->cfg.port);
     json_kv_double(&j, "interval_s", a->cfg.interval_s);

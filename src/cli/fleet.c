@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/strbuf.h"
 #include "base/text.h"
 #include "base/util.h"
@@ -476,10 +477,8 @@ static int write_outputs(const struct fleet_cli *c, struct job *jobs, size_t n,
     if (c->json) {
         struct json j;
         json_init(&j, true);
-        json_array_begin(&j);
-        for (size_t i = 0; i < n; i++)
-            fleet_out_json(&j, runs[i], origins[i], c->series);
-        json_array_end(&j);
+        fleet_out_json_doc(&j, c->compare ? "watt-fleet-compare/2" : "watt-fleet-sim/2",
+                           doc_time_now(), runs, origins, n, c->series);
         fputs(strbuf_str(&j.out), stdout);
         fputc('\n', stdout);
         json_free(&j);

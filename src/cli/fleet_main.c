@@ -6,6 +6,8 @@
  * libexecdir/watt. It can be run directly the same way. */
 #include <stdio.h>
 
+#include "base/jsondoc.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "config.h"
@@ -21,6 +23,11 @@ int main(int argc, char **argv)
     if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
         char *help[] = {(char *)"run", (char *)"--help", NULL};
         return verb_fleet_run(2, help); /* the verbs' own usage */
+    }
+    _cleanup_free_ char *bad_time = NULL; /* checked once, for every --json writer */
+    if (doc_time_check(&bad_time) < 0) {
+        text_printf(stderr, "watt-fleet: %s\n", bad_time);
+        return 2;
     }
     for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(fleet_verbs); i++)
         if (streq(argv[1], fleet_verbs[i]))

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/jsondoc.h"
 #include "base/table.h"
 #include "base/util.h"
 
@@ -61,7 +62,6 @@ void fleet_out_json(struct json *j, const struct fleet_result *r, const char *tr
                     bool with_series)
 {
     json_object_begin(j);
-    json_kv_string(j, "schema", "watt-fleet-run/1");
     json_kv_string(j, "policy", r->policy);
     json_kv_string(j, "mode", r->compat ? "compat" : "realistic");
     json_kv_string(j, "trace", trace_origin);
@@ -88,6 +88,19 @@ void fleet_out_json(struct json *j, const struct fleet_result *r, const char *tr
             json_point(j, &r->series[i]);
         json_array_end(j);
     }
+    json_object_end(j);
+}
+
+void fleet_out_json_doc(struct json *j, const char *schema, int64_t time_s,
+                        const struct fleet_result *const *runs, char *const *origins, size_t n,
+                        bool with_series)
+{
+    json_doc_begin(j, schema, time_s);
+    json_key(j, "runs");
+    json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        fleet_out_json(j, runs[i], origins ? origins[i] : NULL, with_series);
+    json_array_end(j);
     json_object_end(j);
 }
 

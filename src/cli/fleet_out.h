@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/json.h"
@@ -25,6 +26,13 @@
  * WITH_SERIES adds the per-interval "series" array. */
 void fleet_out_json(struct json *j, const struct fleet_result *r, const char *trace_origin,
                     bool with_series);
+
+/* The whole --json document of `watt fleet sim|compare` (docs/fleet-json.md):
+ * {"schema": SCHEMA ("watt-fleet-sim/2", "watt-fleet-compare/2"), "time",
+ * "runs": [one object per run, as above]}. ORIGINS may be NULL. */
+void fleet_out_json_doc(struct json *j, const char *schema, int64_t time_s,
+                        const struct fleet_result *const *runs, char *const *origins, size_t n,
+                        bool with_series);
 
 /* A plain-text metrics table, one row per run, appended to OUT. Lines are
  * 116 columns wide with 8-character labels ("20110303") and 11-character

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
@@ -187,7 +188,8 @@ static int run(struct run_cli *o, bool plan_only)
     struct site site = {0};
     if (load_site(o->config, &site) < 0)
         return 2;
-    struct ctl_options copt = {.dry_run = o->dry_run || plan_only};
+    struct ctl_options copt = {.dry_run = o->dry_run || plan_only,
+                               .json_schema = plan_only ? "watt-fleet-plan/1" : "watt-fleet-run/2"};
     struct controller *c = NULL;
     struct fleet_error err = {{0}};
     int r = controller_open(&site, &copt, &c, &err);
@@ -241,7 +243,7 @@ static void print_list(const char *host, const struct fx_list *l, bool json)
     }
     struct json j;
     json_init(&j, false);
-    json_object_begin(&j);
+    json_doc_begin(&j, "watt-fleet-host-list/1", doc_time_now());
     json_kv_string(&j, "host", host);
     json_kv_u64(&j, "mem_kib", l->node.mem_kib);
     json_kv_u64(&j, "cpus", l->node.cpus);
@@ -374,7 +376,7 @@ static int host_cmd(struct run_cli *o, int argc, char **argv)
         if (r == 0 && o->json) {
             struct json j;
             json_init(&j, false);
-            json_object_begin(&j);
+            json_doc_begin(&j, "watt-fleet-host-status/1", doc_time_now());
             json_kv_string(&j, "host", name);
             json_kv_string(&j, "power", fx_power_name(p));
             json_kv_double(&j, "watts", w);

@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/jsondoc.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "config.h"
@@ -41,6 +43,11 @@ int main(int argc, char **argv)
     if (streq(argv[1], "--version")) {
         printf("watt %s\n", WATT_VERSION);
         return 0;
+    }
+    _cleanup_free_ char *bad_time = NULL; /* checked once, for every --json writer */
+    if (doc_time_check(&bad_time) < 0) {
+        text_printf(stderr, "watt: %s\n", bad_time);
+        return 2;
     }
     for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
         if (streq(argv[1], verbs[i].name))

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/strbuf.h"
 #include "base/table.h"
 #include "base/text.h"
@@ -40,25 +41,12 @@ static void json_kv_field(struct json *j, const char *key, const char *s, size_t
         json_kv_text(j, key, s, max);
 }
 
-static void json_time(struct json *j, uint64_t real_ns)
-{
-    time_t t = (time_t)(real_ns / 1000000000u);
-    struct tm tm;
-    char buf[64];
-    if (!real_ns || !gmtime_r(&t, &tm)) {
-        json_kv_null(j, "time");
-        return;
-    }
-    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, sizeof(buf) - n, ".%03uZ", (unsigned)(real_ns / 1000000u % 1000u));
-    json_kv_string(j, "time", buf);
-}
-
 static void json_header(struct json *j, const struct top_frame *f)
 {
-    json_kv_u64(j, "watt_top", 1);
+    /* the time is the end of the window (a frame without one: now) */
+    int64_t end_s = f->real_ns ? (int64_t)(f->real_ns / 1000000000u) : doc_time_now();
+    json_doc_begin(j, "watt-top/2", doc_time(end_s));
     json_kv_double(j, "interval_s", f->interval_s);
-    json_time(j, f->real_ns);
     json_key(j, "host");
     json_object_begin(j);
     json_kv_text(j, "hostname", f->hostname, 0);
@@ -213,8 +201,7 @@ void top_print_json(const struct top_frame *f, FILE *out, size_t limit)
 {
     struct json j;
     json_init(&j, true);
-    json_object_begin(&j);
-    json_header(&j, f);
+    json_header(&j, f); /* opens the document */
     json_lists(&j, f, limit);
     json_key(&j, "cpus");
     json_array_begin(&j);

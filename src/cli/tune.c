@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/parse.h"
 #include "base/text.h"
 #include "base/util.h"
@@ -582,8 +583,7 @@ static void result_json(struct tune_run *t, const struct profile *pr, const stru
 {
     struct json j;
     json_init(&j, true);
-    json_object_begin(&j);
-    json_kv_string(&j, "schema", "watt-tune/1");
+    json_doc_begin(&j, "watt-tune/2", doc_time_now());
     json_kv_string(&j, "root", t->h->root);
     json_kv_bool(&j, "dry_run", t->o.dry_run);
     plan_json(&j, pr, plan);
@@ -829,8 +829,7 @@ static void status_json(struct tune_run *t, const struct journal_log *log,
 {
     struct json j;
     json_init(&j, true);
-    json_object_begin(&j);
-    json_kv_string(&j, "schema", "watt-tune-status/1");
+    json_doc_begin(&j, "watt-tune-status/2", doc_time_now());
     json_kv_string(&j, "journal", t->journal_shown);
     json_kv_u64(&j, "records", log->n);
     json_key(&j, "changed");
@@ -896,6 +895,8 @@ static int run_list(struct tune_run *t)
     }
     struct json j;
     json_init(&j, true);
+    json_doc_begin(&j, "watt-tune-list/1", doc_time_now());
+    json_key(&j, "profiles");
     json_array_begin(&j);
     if (!t->o.json)
         text_printf(stdout, "Profiles (built-in, and in %s/profiles.d):\n", t->o.confdir);
@@ -922,6 +923,7 @@ static int run_list(struct tune_run *t)
         free(names[i]);
     }
     json_array_end(&j);
+    json_object_end(&j);
     free(names);
     if (t->o.json)
         print_json(&j);
@@ -964,7 +966,7 @@ static int run_show(struct tune_run *t)
     } else {
         struct json j;
         json_init(&j, true);
-        json_object_begin(&j);
+        json_doc_begin(&j, "watt-tune-show/1", doc_time_now());
         json_kv_string(&j, "name", p->name);
         json_kv_string(&j, "origin", p->origin);
         json_kv_string(&j, "description", p->description);
@@ -993,8 +995,7 @@ static void restore_print(struct tune_run *t, const struct journal_restore_repor
     if (t->o.json) {
         struct json j;
         json_init(&j, true);
-        json_object_begin(&j);
-        json_kv_string(&j, "schema", "watt-restore/1");
+        json_doc_begin(&j, "watt-restore/2", doc_time_now());
         json_kv_string(&j, "journal", t->journal_shown);
         json_kv_bool(&j, "dry_run", t->o.dry_run);
         json_kv_bool(&j, "force", t->o.force);

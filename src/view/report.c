@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsondoc.h"
 #include "base/text.h"
 #include "base/util.h"
 #include "config.h"
@@ -132,8 +133,10 @@ static void problems_json(const struct report_ctx *c, struct json *j)
 
 void report_render_json(const struct report_ctx *c, struct json *j)
 {
-    json_object_begin(j);
-    json_kv_string(j, "schema", "watt-report/1");
+    /* the time of the later sample: the end of the window the report covers */
+    uint64_t real_ns = c->cur->real_ns;
+    json_doc_begin(j, "watt-report/2",
+                   real_ns ? doc_time((int64_t)(real_ns / 1000000000u)) : doc_time_now());
     json_kv_string(j, "watt_version", WATT_VERSION);
     json_kv_string(j, "root", c->h->root);
     json_kv_bool(j, "live", c->h->live);

@@ -19,11 +19,12 @@ import xml.etree.ElementTree as ET
 WATT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.environ["WATT"])
 SRCDIR = os.environ.get("WATT_SRCDIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 DAY = os.path.join(SRCDIR, "data", "planetlab", "20110303")
-ENV = dict(os.environ, WATT_FLEET_CHECK="1")
+# a fixed "time" (docs/json.md), so that two runs of one seed give the same bytes
+ENV = dict(os.environ, WATT_FLEET_CHECK="1", WATT_TIME_NOW="1796406600")
 SANITIZER = ("Sanitizer", "runtime error:", "Segmentation", "Aborted", "core dumped")
 
 FIELDS = {  # docs/fleet-json.md, run object: key -> allowed types
-    "schema": (str,), "policy": (str,), "mode": (str,), "trace": (str, type(None)),
+    "policy": (str,), "mode": (str,), "trace": (str, type(None)),
     "energy_kwh": (int, float), "slatah": (int, float), "pdm": (int, float),
     "slav": (int, float), "esv": (int, float), "migrations": (int,),
     "power_ons": (int,), "power_offs": (int,), "unserved": (int, float),
@@ -60,13 +61,18 @@ def ok(what, p):
 
 
 def runs_of(what, p):
-    """The run objects of a --json output (a list of runs, or one run)."""
+    """The run objects of a --json document (docs/fleet-json.md)."""
     try:
         doc = json.loads(p.stdout)
     except ValueError as e:
         fail(f"{what}: --json output does not parse: {e}")
         return []
-    return doc if isinstance(doc, list) else [doc]
+    verb = "compare" if "compare" in p.args else "sim"
+    if not isinstance(doc, dict) or doc.get("schema") != f"watt-fleet-{verb}/2" or \
+            not isinstance(doc.get("runs"), list):
+        fail(f"{what}: not a watt-fleet-{verb}/2 document with runs: {str(doc)[:200]}")
+        return []
+    return doc["runs"]
 
 
 def check_run(what, r):
@@ -77,8 +83,6 @@ def check_run(what, r):
             fail(f"{what}: '{key}' is {r[key]!r}, want {'/'.join(t.__name__ for t in types)}")
     if any(k not in r or not isinstance(r[k], FIELDS[k]) for k in FIELDS):
         return
-    if r["schema"] != "watt-fleet-run/1":
-        fail(f"{what}: schema {r['schema']!r}")
     if r["mode"] not in ("compat", "realistic"):
         fail(f"{what}: mode {r['mode']!r}")
     for k in ("slatah", "pdm", "slav", "unserved"):

@@ -91,7 +91,7 @@ def run(watt, srcdir):
     if p.returncode != 0:
         print(f"FAIL: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
         return None
-    return json.loads(p.stdout)
+    return json.loads(p.stdout)["runs"]
 
 
 def index(runs, bad):

@@ -7,7 +7,10 @@ modes, one day with --hard-ram and its time series, and a synthetic day.
 The goldens in tests/golden/fleet/ were written by c810ab9's binary with
 the commands below; "trace" is made relative to the source tree. A change
 that moves a figure on purpose regenerates them (WATT_GOLDEN_WRITE=1) and
-says why in its commit message.
+says why in its commit message. Issue 16 rewrote them once for the
+watt-fleet-compare/2 document (docs/json.md: "schema" and "time" first,
+the runs under "runs"), with every run's figures unchanged; the time is
+fixed by WATT_TIME_NOW.
 
 Usage: test_fleet_golden.py [WATT] (default: $WATT); data from $WATT_SRCDIR."""
 import os
@@ -18,6 +21,7 @@ import tempfile
 SRC = os.environ.get("WATT_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 GOLD = os.path.join(SRC, "tests", "golden", "fleet")
 DAYS = ["20110303", "20110306", "20110309", "20110322", "20110325"]
+TIME_NOW = "1796406600"  # 2026-12-04T17:50:00Z, the goldens' "time"
 POLICIES = ("npa,dvfs,thr-mmt-1.0,thr-mmt-0.8,iqr-mmt-1.5,mad-mmt-2.5,lr-mmt-1.2,lrr-mmt-1.2,"
             "watt,iqr-mc-1.5,lr-mu-1.2,thr-rs-0.8")
 
@@ -51,7 +55,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, args, csv in runs(tmp):
             p = subprocess.run([watt, "fleet"] + args, capture_output=True, text=True,
-                               timeout=600)
+                               timeout=600, env=dict(os.environ, WATT_TIME_NOW=TIME_NOW))
             if p.returncode != 0:
                 print(f"FAIL {name}: exit {p.returncode}: {p.stderr.strip()[:400]}")
                 failed += 1

@@ -3,7 +3,8 @@
 snapshot (--interval 0) and with two samples (--interval 1; the fixtures'
 watt-faults move counters on in the second sample). WATT_UPDATE_GOLDENS=1
 rewrites tests/golden/ instead of comparing; review the diff before
-committing it."""
+committing it. The documents' "time" is fixed by WATT_TIME_NOW (docs/json.md),
+so the goldens hold it as it is."""
 import difflib
 import json
 import os
@@ -16,6 +17,8 @@ FIX = os.environ["WATT_FIXTURES"]
 GOLD = os.path.join(os.environ["WATT_TESTDIR"], "golden")
 UPDATE = os.environ.get("WATT_UPDATE_GOLDENS") == "1"
 MACHINES = ["intel-2s", "amd-epyc", "big-384", "node_exporter"]
+TIME_NOW = "1796406600"  # 2026-12-04T17:50:00Z
+ENV = dict(os.environ, WATT_TIME_NOW=TIME_NOW)
 
 
 # watt runs in the fixtures folder with a relative --root, so paths in the
@@ -43,7 +46,7 @@ def main():
                 args = [WATT, "report", "--root", m, "--interval", interval]
                 if fmt == "json":
                     args.append("--json")
-                p = subprocess.run(args, capture_output=True, text=True, cwd=FIX)
+                p = subprocess.run(args, capture_output=True, text=True, cwd=FIX, env=ENV)
                 if p.returncode != 0:
                     print(f"FAIL: {' '.join(args)}: exit {p.returncode}: {p.stderr}")
                     failed += 1
@@ -75,9 +78,9 @@ def main():
     # $WATT_ROOT selects the root like --root does.
     root = "intel-2s"
     a = subprocess.run([WATT, "report", "--root", root, "--interval", "0", "--json"],
-                       capture_output=True, text=True, cwd=FIX).stdout
+                       capture_output=True, text=True, cwd=FIX, env=ENV).stdout
     b = subprocess.run([WATT, "report", "--interval", "0", "--json"], capture_output=True,
-                       text=True, env=dict(os.environ, WATT_ROOT=root), cwd=FIX).stdout
+                       text=True, env=dict(ENV, WATT_ROOT=root), cwd=FIX).stdout
     if normalise_json(a, root) != normalise_json(b, root):
         print("FAIL: WATT_ROOT and --root give different reports")
         failed += 1

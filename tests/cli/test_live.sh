@@ -16,7 +16,7 @@ trap 'rm -f "$tmp"' EXIT
 python3 - "$tmp" <<'PY' || fail=1
 import json, sys, os
 r = json.load(open(sys.argv[1]))
-assert r["schema"] == "watt-report/1", r["schema"]
+assert r["schema"] == "watt-report/2", r["schema"]
 assert r["live"] is True
 # The real cpuidle states of this machine.
 names = [s["name"] for s in r["cstates"]["states"]]

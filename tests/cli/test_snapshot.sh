@@ -7,11 +7,11 @@ F=${WATT_FIXTURES:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-norm() { # drop what legitimately differs: the root ($1) and the cost of sampling
+norm() { # drop what legitimately differs: the root ($1), the cost and the time of sampling
     python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read().replace(sys.argv[1], "ROOT"))
-for k in ("root", "sample_cost_ms"):
+for k in ("root", "sample_cost_ms", "time"):
     r.pop(k, None)
 print(json.dumps(r, indent=1, sort_keys=True))' "$1"
 }

@@ -270,8 +270,8 @@ def test_frames():
         for interval in (1, 2) if name == "intel-2s" else (1,):
             tag = f"{name} --interval {interval}"
             p, doc = top_json(root, interval)
-            check(p.returncode == 0 and doc is not None and doc.get("watt_top") == 1,
-                  f"{tag}: exit 0 and one watt_top 1 document ({p.stderr.strip()[:200]})")
+            check(p.returncode == 0 and doc is not None and doc.get("schema") == "watt-top/2",
+                  f"{tag}: exit 0 and one watt-top/2 document ({p.stderr.strip()[:200]})")
             if not doc:
                 continue
             w = doc["wakeups"]

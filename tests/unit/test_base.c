@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
@@ -12,6 +13,7 @@
 #include "base/cpuset.h"
 #include "base/crc32.h"
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/parse.h"
 #include "base/table.h"
 #include "base/text.h"
@@ -232,6 +234,54 @@ static void test_crc32(void **state)
     assert_int_equal(crc32_update(0, "", 0), 0);
 }
 
+/* The header of every --json document (docs/json.md) and WATT_TIME_NOW. */
+static void test_jsondoc(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(doc_time_format(0, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "1970-01-01T00:00:00Z");
+    assert_int_equal(doc_time_format(1796406600, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "2026-12-04T17:50:00Z");
+    assert_int_equal(doc_time_format(INT64_C(253402300799), buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "9999-12-31T23:59:59Z");
+    assert_int_equal(doc_time_format(INT64_C(253402300800), buf, sizeof(buf)), -ERANGE);
+    assert_int_equal(doc_time_format(-1, buf, sizeof(buf)), -ERANGE);
+    assert_int_equal(doc_time_format(0, buf, 8), -ERANGE); /* too small a buffer */
+
+    char *err = NULL;
+    unsetenv("WATT_TIME_NOW");
+    assert_int_equal(doc_time_check(&err), 0);
+    assert_int_equal(doc_time(42), 42); /* unset: the fallback */
+    setenv("WATT_TIME_NOW", "1796406600", 1);
+    assert_int_equal(doc_time_check(&err), 0);
+    assert_int_equal(doc_time(42), 1796406600);
+    assert_int_equal(doc_time_now(), 1796406600);
+    const char *bad[] = {
+        "", "x", "-1", "+1", "1.5", " 1", "1 ", "253402300800", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("WATT_TIME_NOW", bad[i], 1);
+        err = NULL;
+        assert_int_equal(doc_time_check(&err), -EINVAL);
+        assert_non_null(strstr(err, "$WATT_TIME_NOW='"));
+        assert_non_null(strstr(err, bad[i]));
+        free(err);
+        assert_int_equal(doc_time(42), 42); /* a bad value is never stated */
+    }
+    setenv("WATT_TIME_NOW", "253402300799", 1);
+    assert_int_equal(doc_time_check(&err), 0);
+
+    struct json j;
+    json_init(&j, false);
+    json_doc_begin(&j, "watt-test/3", 1796406600);
+    json_kv_u64(&j, "n", 1);
+    json_object_end(&j);
+    assert_string_equal(strbuf_str(&j.out),
+                        "{\"schema\":\"watt-test/3\",\"time\":\"2026-12-04T17:50:00Z\",\"n\":1}");
+    json_free(&j);
+    unsetenv("WATT_TIME_NOW");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_json),          cmocka_unit_test(test_crc32),
         cmocka_unit_test(test_table),         cmocka_unit_test(test_json_hostile),
         cmocka_unit_test(test_text),          cmocka_unit_test(test_table_hostile),
+        cmocka_unit_test(test_jsondoc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

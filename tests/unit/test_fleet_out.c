@@ -195,7 +195,7 @@ static void test_json(void **state)
     fleet_out_json(&j, &r, "planetlab/20110303", true);
     const char *s = strbuf_str(&j.out);
     assert_json_parses(s);
-    assert_has(s, "{\"schema\":\"watt-fleet-run/1\",\"policy\":\"iqr-mmt-1.5\",\"mode\":\"compat\","
+    assert_has(s, "{\"policy\":\"iqr-mmt-1.5\",\"mode\":\"compat\","
                   "\"trace\":\"planetlab/20110303\",\"energy_kwh\":174.0749,");
     /* shares stay fractions, not percent */
     assert_has(s, "\"slatah\":0.050412,\"pdm\":0.000634,\"slav\":3.1961e-05,\"esv\":0.0055636,");
@@ -208,16 +208,20 @@ static void test_json(void **state)
     assert_int_equal(count(s, "\"t_s\""), DAY_POINTS);
     json_free(&j);
 
-    /* a run without a bound, no series, no trace name, pretty-printed, in an array */
+    /* a run without a bound, no series, no trace name, pretty-printed, in
+     * the document: the schema and time first, then the runs */
     r.lower_bound_kwh = 0;
     r.compat = false;
     json_init(&j, true);
-    json_array_begin(&j);
-    fleet_out_json(&j, &r, NULL, false);
-    fleet_out_json(&j, &r, "x\"y", false);
-    json_array_end(&j);
+    const struct fleet_result *two[] = {&r, &r};
+    char *origins[] = {NULL, "x\"y"};
+    fleet_out_json_doc(&j, "watt-fleet-compare/2", 1796406600, two, origins, 2, false);
     s = strbuf_str(&j.out);
     assert_json_parses(s);
+    assert_has(s,
+               "{\n  \"schema\": \"watt-fleet-compare/2\",\n  \"time\": \"2026-12-04T17:50:00Z\",\n"
+               "  \"runs\": [\n    {\n      \"policy\": \"iqr-mmt-1.5\",");
+    assert_int_equal(count(s, "\"policy\""), 2);
     assert_has(s, "\"above_lower_bound\": null");
     assert_has(s, "\"trace\": null");
     assert_has(s, "\"trace\": \"x\\\"y\"");

@@ -307,8 +307,9 @@ static void test_sort_cgroups_sources(void **state)
 static const char py_check[] =
     "import json, sys\n"
     "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-    "assert d['watt_top'] == 1 and d['interval_s'] == 2, d\n"
-    "assert d['time'] == '2023-11-14T22:13:20.123Z', d['time']\n"
+    "assert list(d)[:2] == ['schema', 'time'] and d['schema'] == 'watt-top/2', list(d)\n"
+    "assert d['interval_s'] == 2, d\n"
+    "assert d['time'] == '2023-11-14T22:13:20Z', d['time']\n"
     "assert d['host'] == {'hostname': 'node\\x01one', 'kernel': '6.1.0', 'cpus': 2,"
     " 'busy_cpus': 0.5}, d['host']\n"
     "w = d['wakeups']\n"
@@ -366,7 +367,7 @@ static void test_json(void **state)
     top_frame_sort(f, TOP_SORT_WAKEUPS);
     char *j = capture(top_print_json, f, 0);
     assert_clean(j);
-    assert_non_null(strstr(j, "\"watt_top\": 1"));
+    assert_non_null(strstr(j, "{\n  \"schema\": \"watt-top/2\",\n  \"time\": \""));
     assert_non_null(strstr(j, "\"comm\": \"evil\\u001b[2Jx\""));
     assert_non_null(strstr(j, "\"error_pct\": null"));
     assert_non_null(strstr(j, "\"idle_wakeups_per_s\": null"));
@@ -393,11 +394,14 @@ static void test_json_untraced_empty(void **state)
     f->total_idle_wakeups_s = 5; /* ignored: not traced */
     f->node_w = NAN;
     f->busy_cpus = NAN;
+    /* a frame without a time states the document's: now, or $WATT_TIME_NOW */
+    setenv("WATT_TIME_NOW", "1796406600", 1);
     char *j = capture(top_print_json, f, 0);
+    unsetenv("WATT_TIME_NOW");
     assert_non_null(strstr(j, "\"source\": \"proc\""));
     assert_non_null(strstr(j, "\"why_not_traced\": \"perf_event_open: EACCES\""));
     assert_non_null(strstr(j, "\"idle_per_s\": null"));
-    assert_non_null(strstr(j, "\"time\": null"));
+    assert_non_null(strstr(j, "\"time\": \"2026-12-04T17:50:00Z\""));
     assert_non_null(strstr(j, "\"hostname\": null"));
     assert_non_null(strstr(j, "\"processes\": []"));
     assert_non_null(strstr(j, "\"note\": null"));

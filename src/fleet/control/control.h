@@ -110,6 +110,9 @@ struct controller;
 
 struct ctl_options {
     bool dry_run; /* plan and print, execute nothing, write no journal */
+    /* the "schema" of the JSON tick reports (docs/json.md): NULL is
+     * "watt-fleet-run/2"; `watt fleet plan` says "watt-fleet-plan/1" */
+    const char *json_schema;
 };
 
 /* Open: engines, the journal (recovering what a crash left open) and the

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "base/jsondoc.h"
 #include "base/text.h"
 #include "base/util.h"
 #include "fleet/control/control.h"
@@ -107,9 +108,9 @@ static void report_json(const struct controller *c, const struct ctl_plan *p, bo
     const struct site *s = c->site;
     struct json j;
     json_init(&j, false);
-    json_object_begin(&j);
+    json_doc_begin(&j, c->opt.json_schema ? c->opt.json_schema : "watt-fleet-run/2",
+                   doc_time_now());
     json_kv_u64(&j, "tick", c->ticks);
-    json_kv_double(&j, "time", (double)now_realtime_ns() / 1e9);
     json_kv_bool(&j, "dry_run", c->opt.dry_run);
     json_kv_string(&j, "mode", s->mode == SITE_MANUAL ? "manual" : "automatic");
     json_kv_double(&j, "forecast_mips", p->forecast_mips);
