@@ -18,6 +18,10 @@ if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev python3 clang-format git prometheus prometheus-node-exporter wrk powertop tmux util-linux)
     # the fleet lab: three libvirt session daemons with TCG guests, simulated BMCs
     pkgs+=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 openipmi ipmitool passwd)
+    # the package test (tests/pkg/test_package.sh): build the .debs (debian/control's
+    # Build-Depends besides the ones above: scdoc, bash-completion, systemd), lint
+    # them, debootstrap a Debian 12 root to install them into
+    pkgs+=(dpkg-dev debhelper fakeroot lintian debootstrap scdoc bash-completion systemd)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
