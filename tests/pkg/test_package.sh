@@ -9,7 +9,7 @@
 #  3. makes a fresh Debian 12 root (debootstrap --variant=minbase from the
 #     archive in this machine's apt sources, with man-db and systemd for the
 #     checks), cached as a tarball under /var/cache/watt-ci/ so a second run
-#     skips the download, and downloaded .debs cached next to it;
+#     skips the download, apt's downloaded .debs and lists cached next to it;
 #  4. installs both .debs there with apt, which resolves their dependencies;
 #  5. in that root (chroot; /proc and /sys bound read-only where the kernel
 #     allows, /dev bound): every agreed path is installed; the binary holds
@@ -82,7 +82,8 @@ t=$(now)
 mkdir "$WORK/src"
 (cd "$SRC" && git ls-files -z --cached --others --exclude-standard |
     tar --null --ignore-failed-read -T - -cf -) | tar -x -C "$WORK/src"
-if (cd "$WORK/src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+# noautodbgsym: the -dbgsym packages are neither installed nor linted here
+if (cd "$WORK/src" && DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=$(nproc)" \
     dpkg-buildpackage -us -uc -b) >"$WORK/build.log" 2>&1; then
     ok "dpkg-buildpackage -us -uc -b built $(cd "$WORK" && echo *.deb)"
 else
@@ -100,7 +101,7 @@ FLEET_DEB=$(echo "$WORK"/watt-fleet_*.deb)
 
 # ---- 2. lintian ----------------------------------------------------------
 t=$(now)
-lintian --fail-on error --info "$WORK"/watt_*.changes >"$WORK/lintian.log" 2>&1
+lintian --fail-on error --info "$WATT_DEB" "$FLEET_DEB" >"$WORK/lintian.log" 2>&1
 lrc=$?
 grep -E '^[EW]: ' "$WORK/lintian.log" | grep -v '^N:' | sed 's/^/    /'
 if [ $lrc -eq 0 ]; then
@@ -119,7 +120,7 @@ mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.
 [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
 key=$(printf '%s\n' "$SUITE" minbase "$mirror" "$INCLUDE" v1 | sha256sum | cut -c1-12)
 tarball=$CACHE/$SUITE-minbase-$key.tar
-mkdir -p "$CACHE/apt-archives/partial" "$R"
+mkdir -p "$CACHE/apt-archives/partial" "$CACHE/apt-lists/partial" "$R"
 t=$(now)
 if [ -f "$tarball" ]; then
     tar -xpf "$tarball" --numeric-owner -C "$R" && how="cached $tarball" ||
@@ -155,7 +156,10 @@ for fs in proc sys; do
     mount --bind "/$fs" "$R/$fs" || { bad "cannot bind /$fs into the root"; exit 1; }
     mount -o remount,bind,ro "$R/$fs" 2>/dev/null || notes+=("/$fs bound read-write (read-only refused here)")
 done
+# apt's downloads and its package lists are kept between runs (a second
+# `apt-get update` fetches only what changed)
 mount --bind "$CACHE/apt-archives" "$R/var/cache/apt/archives"
+mount --bind "$CACHE/apt-lists" "$R/var/lib/apt/lists"
 [ ${#notes[@]} -eq 0 ] || echo "note: ${notes[*]}"
 in_root() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "$@"; }
 
