@@ -76,6 +76,9 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
+# a killed run (a timeout) still unmounts: /dev is bound read-write
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # ---- 1. the package ------------------------------------------------------
 t=$(now)
