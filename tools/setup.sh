@@ -26,6 +26,10 @@ if [ "${1:-}" = "--test" ]; then
     # the systemd units' test: systemd-analyze verify/security/syscall-filter,
     # and the unit's filter emulated with libseccomp (tests/helpers/unit_seccomp)
     pkgs+=(systemd libseccomp-dev)
+    # the package test (tests/pkg/test_package.sh): build the .debs (debian/control's
+    # Build-Depends besides the ones above: scdoc, bash-completion, systemd), lint
+    # them, debootstrap a Debian 12 root to install them into
+    pkgs+=(dpkg-dev debhelper fakeroot lintian debootstrap scdoc bash-completion systemd)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -83,6 +83,17 @@ else
     failed=$((failed + 1))
 fi
 
+# The Debian package (tests/pkg/test_package.sh): built, linted, installed
+# with apt into a fresh Debian 12 root (cached under /var/cache/watt-ci)
+# and run there. One check; ~6 min on 2 cores with a warm cache.
+echo "== package (build, lintian, install into a Debian 12 root)"
+tests/pkg/test_package.sh
+case $? in
+0) passed=$((passed + 1)) ;;
+77) skipped=$((skipped + 1)) ;;
+*) failed=$((failed + 1)) ;;
+esac
+
 echo "== clang-format"
 bad=$(git ls-files '*.c' '*.h' | xargs clang-format --dry-run 2>&1 | grep -c warning || true)
 if [ "$bad" = "0" ]; then

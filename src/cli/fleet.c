@@ -261,17 +261,25 @@ static int parse_args(int argc, char **argv, struct fleet_cli *c)
     return 0;
 }
 
-/* The day shipped with watt: installed data, else this source tree's. */
-static char *default_trace(void)
+/* The data folder: $WATT_DATADIR where set (the build tree: the tests and
+ * `meson devenv` set it to the source tree's data/), else the one this
+ * watt was built for (meson's datadir/watt, /usr/share/watt installed).
+ * No source-tree path is compiled in: an installed watt reads only what
+ * was installed with it. */
+static const char *data_dir(void)
 {
-    static const char *const roots[] = {WATT_DATADIR, WATT_SOURCE_DATADIR};
+    const char *env = getenv("WATT_DATADIR");
+    return env && *env ? env : WATT_DATADIR;
+}
+
+/* The day shipped with watt, or NULL (and RET_TRIED, the path looked at). */
+static char *default_trace(char **ret_tried)
+{
+    char *p = xasprintf("%s/%s", data_dir(), DEFAULT_DAY);
     struct stat st;
-    for (size_t i = 0; i < ARRAY_SIZE(roots); i++) {
-        char *p = xasprintf("%s/%s", roots[i], DEFAULT_DAY);
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            return p;
-        free(p);
-    }
+    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+        return p;
+    *ret_tried = p;
     return NULL;
 }
 
@@ -535,10 +543,13 @@ static int load_traces(struct fleet_cli *c, struct fleet_trace **ret, size_t *re
         return 0;
     }
     if (!c->n_paths) {
-        char *def = default_trace();
+        _cleanup_free_ char *tried = NULL;
+        char *def = default_trace(&tried);
         if (!def) {
-            text_printf(stderr, "watt fleet: the default trace %s is not installed; give --trace\n",
-                        DEFAULT_DAY);
+            text_printf(stderr,
+                        "watt fleet: the default trace %s is not installed (no folder %s); "
+                        "give --trace, or set WATT_DATADIR to the folder that holds planetlab/\n",
+                        DEFAULT_DAY, tried);
             return -ENOENT;
         }
         push(&c->paths, &c->n_paths, &c->cap_paths, def);

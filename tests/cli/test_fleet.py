@@ -118,6 +118,20 @@ def test_default():
         fail(f"fleet sim: want a header and one row of policy watt, got:\n{p.stdout}")
 
 
+def test_datadir(tmp):
+    """The default day comes from WATT_DATADIR (the tests set it to data/)
+    or the installed datadir, never from a source path compiled in: with
+    WATT_DATADIR on an empty folder, sim says which folder it looked in."""
+    empty = os.path.join(tmp, "no-data")
+    os.mkdir(empty)
+    p = subprocess.run([WATT, "fleet", "sim", "-q"], capture_output=True, text=True,
+                       env=dict(ENV, WATT_DATADIR=empty))
+    want = os.path.join(empty, "planetlab", "20110303")
+    if p.returncode == 0 or crashed(p) or want not in p.stderr or "WATT_DATADIR" not in p.stderr:
+        fail(f"fleet sim, WATT_DATADIR={empty}: exit {p.returncode}, want an error naming "
+             f"{want}: {p.stderr.strip()}")
+
+
 def test_json():
     for mode in ([], ["--compat", "cloudsim"]):
         what = f"fleet sim --json {' '.join(mode)}"
@@ -427,6 +441,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_constraints(tmp)
         test_default()
+        test_datadir(tmp)
         test_json()
         test_csv_plot(tmp)
         test_compare(tmp)

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "agent/agent.h"
+#include "base/util.h"
 
 static void test_defaults(void **state)
 {
@@ -271,13 +273,107 @@ static void test_listen(void **state)
     assert_int_equal(agent_parse_listen(":x", &host, &port), -EINVAL);
 }
 
+/* The whole of FILE under $WATT_SRCDIR, or a failed test. */
+static char *read_src(const char *rel)
+{
+    const char *src = getenv("WATT_SRCDIR");
+    if (!src)
+        fail_msg("WATT_SRCDIR is not set (meson test sets it)");
+    char *path = xasprintf("%s/%s", src, rel);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    char *buf = xcalloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    free(path);
+    return buf;
+}
+
+/* dist/agent.ini.example (installed as examples/agent.ini.example) shows
+ * every key the parser takes, commented out, with its default: as it is,
+ * it parses to the defaults; with every ";key = value" line uncommented,
+ * it still does (so a default changed in config.c or a key renamed there
+ * fails here until the example says the same). */
+static void test_example(void **state)
+{
+    _cleanup_free_ char *text = read_src("dist/agent.ini.example");
+    _cleanup_free_ char *code = read_src("src/agent/config.c");
+    struct agent_config c, d;
+    char *err = NULL;
+    (void)state;
+
+    agent_config_default(&c);
+    if (agent_config_parse(text, "agent.ini.example", &c, &err) < 0)
+        fail_msg("the example as shipped: %s", err);
+    agent_config_free(&c);
+
+    /* uncomment ";key = value" lines (a ';' then a lower-case letter) */
+    _cleanup_free_ char *on = xcalloc(1, strlen(text) + 1);
+    char *o = on;
+    for (const char *p = text; *p; p++) {
+        bool bol = p == text || p[-1] == '\n';
+        if (!(bol && p[0] == ';' && p[1] >= 'a' && p[1] <= 'z'))
+            *o++ = *p;
+    }
+    agent_config_default(&c);
+    agent_config_default(&d);
+    if (agent_config_parse(on, "agent.ini.example", &c, &err) < 0)
+        fail_msg("the example, uncommented: %s", err);
+    assert_string_equal(c.listen_host, d.listen_host);
+    assert_int_equal(c.port, d.port);
+    assert_true(c.interval_s == d.interval_s);
+    assert_null(c.root);
+    assert_int_equal(c.rapl, d.rapl);
+    assert_true(c.pue == d.pue);
+    assert_null(c.model);
+    assert_int_equal(c.max_connections, d.max_connections);
+    assert_int_equal(c.max_per_client, d.max_per_client);
+    assert_int_equal(c.timeout_s, d.timeout_s);
+    assert_int_equal(c.header_timeout_s, d.header_timeout_s);
+    assert_int_equal(c.max_request_bytes, d.max_request_bytes);
+    assert_string_equal(c.control, d.control);
+    assert_null(c.tls_cert);
+    assert_null(c.tls_key);
+    assert_null(c.auth_user);
+    assert_null(c.auth_password_file);
+    assert_int_equal(c.insecure, d.insecure);
+    assert_null(c.profile);
+    assert_null(c.config_dir);
+    /* the default journal (NULL) is this path; device_interval's default
+     * (< 0) is 10 s on a live machine, the value the example shows */
+    assert_string_equal(c.journal, "var/lib/watt/journal");
+    assert_int_equal(c.restore_on_exit, d.restore_on_exit);
+    assert_int_equal(c.wakeups, d.wakeups);
+    assert_int_equal(c.cgroups, d.cgroups);
+    assert_true(c.device_interval_s == 10);
+    assert_null(c.fleet_metrics);
+    agent_config_free(&c);
+    agent_config_free(&d);
+
+    /* every key config.c compares against (streq(key, "NAME")) is shown */
+    static const char needle[] = "streq(key, \"";
+    size_t keys = 0;
+    for (const char *p = strstr(code, needle); p; p = strstr(p, needle)) {
+        p += sizeof(needle) - 1;
+        const char *q = strchr(p, '"');
+        assert_non_null(q);
+        _cleanup_free_ char *want = xasprintf("\n;%.*s =", (int)(q - p), p);
+        if (!strstr(text, want))
+            fail_msg("agent.ini key '%.*s' is not in dist/agent.ini.example", (int)(q - p), p);
+        keys++;
+    }
+    assert_true(keys >= 25);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),  cmocka_unit_test(test_parse_good),
         cmocka_unit_test(test_parse_bad), cmocka_unit_test(test_parse_tuning),
         cmocka_unit_test(test_listen),    cmocka_unit_test(test_renamed_keys),
-        cmocka_unit_test(test_booleans),
+        cmocka_unit_test(test_booleans),  cmocka_unit_test(test_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
