@@ -1,10 +1,13 @@
 /* `watt report`: its command line; the document is view/report.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/parse.h"
 #include "base/text.h"
@@ -21,29 +24,32 @@
 
 static void report_usage(FILE *f)
 {
-    fputs("usage: watt report [--interval SECONDS] [--json] [--root DIR] [--per-cpu]\n"
-          "                   [--model FILE|NAME] [--pue X] [--config-dir DIR]\n"
-          "\n"
-          "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
-          "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
-          "devices that never sleep, latency constraints and the TSC, with what you could do.\n"
-          "\n"
-          "  -i, --interval S   seconds between the two samples (0..3600)\n"
-          "  -j, --json         one JSON document (schema: docs/report-json.md)\n"
-          "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
-          "  -p, --per-cpu      text: a line per CPU even on large machines\n"
-          "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
-          "                     or an INI file (docs/power-model.md)\n"
-          "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
-          "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
-          "                     `watt tune`, is (default /etc/watt; also $WATT_CONFIG_DIR)\n",
-          f);
+    fputs(
+        "usage: watt report [--interval SECONDS] [--json | --html FILE] [--root DIR] [--per-cpu]\n"
+        "                   [--model FILE|NAME] [--pue X] [--config-dir DIR]\n"
+        "\n"
+        "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
+        "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
+        "devices that never sleep, latency constraints and the TSC, with what you could do.\n"
+        "\n"
+        "  -i, --interval S   seconds between the two samples (0..3600)\n"
+        "  -j, --json         one JSON document (schema: docs/report-json.md)\n"
+        "      --html FILE    one self-contained HTML page with plots, written to FILE\n"
+        "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
+        "  -p, --per-cpu      text: a line per CPU even on large machines\n"
+        "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
+        "                     or an INI file (docs/power-model.md)\n"
+        "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
+        "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
+        "                     `watt tune`, is (default /etc/watt; also $WATT_CONFIG_DIR)\n",
+        f);
 }
 
 struct report_opts {
     double interval;
     bool json, per_cpu;
     const char *root, *model;
+    const char *html;       /* --html FILE; NULL: text or JSON on stdout */
     const char *config_dir; /* NULL: $WATT_CONFIG_DIR, else /etc/watt */
     double pue;
 };
@@ -58,6 +64,7 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
         {"model", required_argument, NULL, 'm'},
         {"pue", required_argument, NULL, 'P'},
         {"config-dir", required_argument, NULL, 'c'},
+        {"html", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -93,6 +100,9 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
         case 'c':
             o->config_dir = optarg;
             break;
+        case 'H':
+            o->html = optarg;
+            break;
         case 'h':
             report_usage(stdout);
             return 1;
@@ -103,6 +113,11 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "watt report: unexpected argument '%s'\n", argv[optind]);
+        return -EINVAL;
+    }
+    if (o->html && (o->json || !*o->html)) {
+        fprintf(stderr, "watt report: %s\n",
+                o->json ? "--html and --json: choose one" : "--html wants a file name");
         return -EINVAL;
     }
     return 0;
@@ -129,6 +144,75 @@ static int load_devpolicy(const struct report_opts *o, struct devpolicy **ret)
     return 0;
 }
 
+/* --html FILE is written to a temporary file in FILE's directory, made
+ * before any sampling (a bad path fails at once, not after the interval),
+ * and renamed over FILE only when it is complete: a failed write leaves no
+ * half page and an older FILE untouched. */
+struct html_out {
+    const char *path;
+    char *tmp; /* owned; NULL when not open */
+    int fd;
+};
+
+static int html_open(struct html_out *ho, const char *path)
+{
+    *ho = (struct html_out){.path = path, .fd = -1};
+    const char *slash = strrchr(path, '/');
+    ho->tmp = slash ? xasprintf("%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1)
+                    : xasprintf(".%s.XXXXXX", path);
+    ho->fd = mkostemp(ho->tmp, O_CLOEXEC);
+    if (ho->fd < 0) {
+        int e = errno;
+        text_printf(stderr, "watt report: cannot write %s: %s\n", path, strerror(e));
+        free(ho->tmp);
+        ho->tmp = NULL;
+        return -e;
+    }
+    return 0;
+}
+
+static void html_abort(struct html_out *ho)
+{
+    if (ho->fd >= 0)
+        close(ho->fd);
+    if (ho->tmp)
+        unlink(ho->tmp);
+    free(ho->tmp);
+    *ho = (struct html_out){.fd = -1};
+}
+
+static int html_commit(struct html_out *ho, const struct strbuf *page)
+{
+    const char *s = strbuf_str(page);
+    size_t len = strlen(s), off = 0;
+    int e = 0;
+    while (off < len && !e) {
+        ssize_t w = write(ho->fd, s + off, len - off);
+        if (w < 0 && errno != EINTR)
+            e = errno;
+        else if (w > 0)
+            off += (size_t)w;
+    }
+    /* a page to read, like any file the user writes: 0644 less the umask */
+    mode_t um = umask(0);
+    umask(um);
+    if (!e && (fchmod(ho->fd, 0666 & ~um) < 0 || fsync(ho->fd) < 0))
+        e = errno;
+    if (!e && close(ho->fd) < 0)
+        e = errno;
+    ho->fd = -1;
+    if (!e && rename(ho->tmp, ho->path) < 0)
+        e = errno;
+    if (e) {
+        text_printf(stderr, "watt report: cannot write %s: %s\n", ho->path, strerror(e));
+        html_abort(ho);
+        return -e;
+    }
+    free(ho->tmp);
+    ho->tmp = NULL;
+    return 0;
+}
+
 int verb_report(int argc, char **argv)
 {
     struct report_opts o;
@@ -141,8 +225,14 @@ int verb_report(int argc, char **argv)
     struct devpolicy *pol = NULL;
     if (load_devpolicy(&o, &pol) < 0)
         return 2;
+    struct html_out ho = {.fd = -1};
+    if (o.html && html_open(&ho, o.html) < 0) {
+        devpolicy_free(pol);
+        return 1;
+    }
     struct host *h;
     if (cli_open_host(o.root, &h) < 0) {
+        html_abort(&ho);
         devpolicy_free(pol);
         return 1;
     }
@@ -164,6 +254,7 @@ int verb_report(int argc, char **argv)
     struct window w;
     if (window_take(sense, h->live, o.interval, &w) < 0) {
         fprintf(stderr, "watt report: sampling failed\n");
+        html_abort(&ho);
         top_collector_close(top);
         sense_close(sense);
         host_close(h);
@@ -200,7 +291,15 @@ int verb_report(int argc, char **argv)
         }
     }
 
-    if (o.json) {
+    int rc = 0;
+    if (o.html) {
+        struct strbuf page = {0};
+        report_render_html(&c, &page);
+        rc = html_commit(&ho, &page) < 0 ? 1 : 0;
+        if (!rc)
+            text_printf(stdout, "watt report: wrote %s\n", o.html);
+        strbuf_free(&page);
+    } else if (o.json) {
         struct json j;
         json_init(&j, true);
         report_render_json(&c, &j);
@@ -222,5 +321,5 @@ int verb_report(int argc, char **argv)
     sense_close(sense);
     host_close(h);
     devpolicy_free(pol);
-    return 0;
+    return rc;
 }
