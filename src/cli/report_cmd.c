@@ -1,17 +1,15 @@
 /* `watt report`: its command line; the document is view/report.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/parse.h"
 #include "base/text.h"
 #include "base/util.h"
+#include "cli/outfile.h"
 #include "cli/verbs.h"
 #include "config.h"
 #include "sense/clock.h"
@@ -144,75 +142,6 @@ static int load_devpolicy(const struct report_opts *o, struct devpolicy **ret)
     return 0;
 }
 
-/* --html FILE is written to a temporary file in FILE's directory, made
- * before any sampling (a bad path fails at once, not after the interval),
- * and renamed over FILE only when it is complete: a failed write leaves no
- * half page and an older FILE untouched. */
-struct html_out {
-    const char *path;
-    char *tmp; /* owned; NULL when not open */
-    int fd;
-};
-
-static int html_open(struct html_out *ho, const char *path)
-{
-    *ho = (struct html_out){.path = path, .fd = -1};
-    const char *slash = strrchr(path, '/');
-    ho->tmp = slash ? xasprintf("%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1)
-                    : xasprintf(".%s.XXXXXX", path);
-    ho->fd = mkostemp(ho->tmp, O_CLOEXEC);
-    if (ho->fd < 0) {
-        int e = errno;
-        text_printf(stderr, "watt report: cannot write %s: %s\n", path, strerror(e));
-        free(ho->tmp);
-        ho->tmp = NULL;
-        return -e;
-    }
-    return 0;
-}
-
-static void html_abort(struct html_out *ho)
-{
-    if (ho->fd >= 0)
-        close(ho->fd);
-    if (ho->tmp)
-        unlink(ho->tmp);
-    free(ho->tmp);
-    *ho = (struct html_out){.fd = -1};
-}
-
-static int html_commit(struct html_out *ho, const struct strbuf *page)
-{
-    const char *s = strbuf_str(page);
-    size_t len = strlen(s), off = 0;
-    int e = 0;
-    while (off < len && !e) {
-        ssize_t w = write(ho->fd, s + off, len - off);
-        if (w < 0 && errno != EINTR)
-            e = errno;
-        else if (w > 0)
-            off += (size_t)w;
-    }
-    /* a page to read, like any file the user writes: 0644 less the umask */
-    mode_t um = umask(0);
-    umask(um);
-    if (!e && (fchmod(ho->fd, 0666 & ~um) < 0 || fsync(ho->fd) < 0))
-        e = errno;
-    if (!e && close(ho->fd) < 0)
-        e = errno;
-    ho->fd = -1;
-    if (!e && rename(ho->tmp, ho->path) < 0)
-        e = errno;
-    if (e) {
-        text_printf(stderr, "watt report: cannot write %s: %s\n", ho->path, strerror(e));
-        html_abort(ho);
-        return -e;
-    }
-    free(ho->tmp);
-    ho->tmp = NULL;
-    return 0;
-}
-
 int verb_report(int argc, char **argv)
 {
     struct report_opts o;
@@ -225,14 +154,15 @@ int verb_report(int argc, char **argv)
     struct devpolicy *pol = NULL;
     if (load_devpolicy(&o, &pol) < 0)
         return 2;
-    struct html_out ho = {.fd = -1};
-    if (o.html && html_open(&ho, o.html) < 0) {
+    /* made before sampling: a bad path fails now, not after the interval */
+    struct cli_outfile ho = {0};
+    if (o.html && cli_outfile_open("report", o.html, &ho) < 0) {
         devpolicy_free(pol);
         return 1;
     }
     struct host *h;
     if (cli_open_host(o.root, &h) < 0) {
-        html_abort(&ho);
+        cli_outfile_abort(&ho);
         devpolicy_free(pol);
         return 1;
     }
@@ -254,7 +184,7 @@ int verb_report(int argc, char **argv)
     struct window w;
     if (window_take(sense, h->live, o.interval, &w) < 0) {
         fprintf(stderr, "watt report: sampling failed\n");
-        html_abort(&ho);
+        cli_outfile_abort(&ho);
         top_collector_close(top);
         sense_close(sense);
         host_close(h);
@@ -295,7 +225,8 @@ int verb_report(int argc, char **argv)
     if (o.html) {
         struct strbuf page = {0};
         report_render_html(&c, &page);
-        rc = html_commit(&ho, &page) < 0 ? 1 : 0;
+        fputs(strbuf_str(&page), ho.f);
+        rc = cli_outfile_commit("report", &ho) < 0 ? 1 : 0;
         if (!rc)
             text_printf(stdout, "watt report: wrote %s\n", o.html);
         strbuf_free(&page);
