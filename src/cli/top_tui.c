@@ -347,10 +347,34 @@ static const char *const help_text[] = {
     "weighted by frequency (docs/top.md).",
 };
 
+/* The frame's notes wrapped to COLS columns ("- " before each note's first
+ * line, two blanks before the others): the help box shows them in full.
+ * Returns the line count; *ret owned (text_wrap_free). */
+static size_t note_lines(const struct top_frame *f, int cols, char ***ret)
+{
+    char **all = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; f && i < f->nnotes; i++) {
+        char **lines;
+        size_t k =
+            text_wrap(f->notes[i] ? f->notes[i] : "", cols > 3 ? (size_t)cols - 2 : 1, &lines);
+        for (size_t l = 0; l < k; l++) {
+            all = grow_array(all, sizeof(*all), n, &cap);
+            all[n++] = xasprintf("%s%s", l ? "  " : "- ", lines[l]);
+        }
+        text_wrap_free(lines, k);
+    }
+    *ret = all;
+    return n;
+}
+
 static void draw_help(const struct tui *t)
 {
-    size_t nnotes = t->f ? t->f->nnotes : 0, n = ARRAY_SIZE(help_text) + (nnotes ? nnotes + 2 : 0);
-    int w = COLS - 4 < 76 ? COLS - 4 : 76, h = (int)n + 2 < LINES - 2 ? (int)n + 2 : LINES - 2;
+    int w = COLS - 4 < 76 ? COLS - 4 : 76;
+    char **notes;
+    size_t nnotes = note_lines(t->f, w - 4, &notes);
+    size_t n = ARRAY_SIZE(help_text) + (nnotes ? nnotes + 2 : 0);
+    int h = (int)n + 2 < LINES - 2 ? (int)n + 2 : LINES - 2;
     int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
     for (int y = y0; y < y0 + h; y++)
         mvhline(y, x0, ' ', w);
@@ -375,7 +399,8 @@ static void draw_help(const struct tui *t)
         y++;
     }
     for (size_t i = 0; i < nnotes && y < y0 + h - 1; i++)
-        put_clipped(t, y++, x0 + 2, w - 4, t->f->notes[i] ? t->f->notes[i] : "");
+        put_clipped(t, y++, x0 + 2, w - 4, notes[i]);
+    text_wrap_free(notes, nnotes);
 }
 
 static void draw(struct tui *t, uint64_t now)

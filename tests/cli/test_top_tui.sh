@@ -124,6 +124,10 @@ keys PPage Up NPage Down Home
 wait_for ' 1-[0-9]+ of [0-9]+ *$' 5 || { echo "FAIL: Home: not at the first row"; fail=1; }
 keys h
 wait_for 'any other key closes this help' 5 || { echo "FAIL: h: no help"; fail=1; }
+# the fake collector's note is wider than the box: wrapped, its end shown
+if grep -q 'fake frames' "$tmp/screen" && ! grep -q 'LAST-WORDS-OF-THE-NOTE' "$tmp/screen"; then
+    echo "FAIL: h: the note is cut, not wrapped"; cat "$tmp/screen"; fail=1
+fi
 keys x
 # the help may still be drawn when the key is sent: wait for it to go
 end=$((SECONDS + 5))
