@@ -373,7 +373,16 @@ static void draw_help(const struct tui *t)
     int w = COLS - 4 < 76 ? COLS - 4 : 76;
     char **notes;
     size_t nnotes = note_lines(t->f, w - 4, &notes);
-    size_t n = ARRAY_SIZE(help_text) + (nnotes ? nnotes + 2 : 0);
+    /* Notes that do not fit beside the key help push it out (but for its
+     * first and its closing line): the keys are in docs/top.md, the notes
+     * are this frame's and nowhere else. */
+    const char *keys[ARRAY_SIZE(help_text)];
+    size_t nk = 0;
+    bool brief = nnotes && ARRAY_SIZE(help_text) + nnotes + 4 > (size_t)(LINES > 2 ? LINES - 2 : 0);
+    for (size_t i = 0; i < ARRAY_SIZE(help_text); i++)
+        if (!brief || i == 0 || strstr(help_text[i], "closes this help"))
+            keys[nk++] = help_text[i];
+    size_t n = nk + (nnotes ? nnotes + 2 : 0);
     int h = (int)n + 2 < LINES - 2 ? (int)n + 2 : LINES - 2;
     int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
     for (int y = y0; y < y0 + h; y++)
@@ -392,8 +401,8 @@ static void draw_help(const struct tui *t)
     mvaddch(y0 + h - 1, x0 + w - 1, t->utf8 ? ACS_LRCORNER : '+');
     style_off(t, P_LABEL, A_BOLD);
     int y = y0 + 1;
-    for (size_t i = 0; i < ARRAY_SIZE(help_text) && y < y0 + h - 1; i++)
-        put_clipped(t, y++, x0 + 2, w - 4, help_text[i]);
+    for (size_t i = 0; i < nk && y < y0 + h - 1; i++)
+        put_clipped(t, y++, x0 + 2, w - 4, keys[i]);
     if (nnotes && y + 1 < y0 + h - 1) {
         put_clipped(t, ++y, x0 + 2, w - 4, "Notes:");
         y++;
