@@ -124,9 +124,9 @@ def fixtures(tmp):
           and "* latency" in text and "- battery" in text,
           "redis: the text marks the deciding line and gives the command")
 
-    port = copy_fixture(FIXTURES, "big-384", os.path.join(tmp, "port"))
+    port = copy_fixture(FIXTURES, "intel-2s", os.path.join(tmp, "port"))
     add_listener(port, 11211)
-    expect("big-384+:11211", port, "latency", ["latency"],
+    expect("intel-2s+:11211", port, "latency", ["latency"],
            {"latency": "port 11211 (memcached) listening", "guard": "port:11211"})
 
     ptp = copy_fixture(FIXTURES, "node_exporter", os.path.join(tmp, "ptp"))
