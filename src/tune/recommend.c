@@ -377,10 +377,12 @@ static void describe_drivers(const struct recommend_facts *f, struct recommendat
                xstrdup("idle CPUs halt with the architecture's default: no C-state to limit"));
     if (f->rapl)
         reason(r, false, "rapl", xasprintf("present (%s)", f->rapl_via),
-               xstrdup("watt tune PROFILE --verify measures power before and after"));
+               xstrdup("watt tune PROFILE --verify measures CPU power before and after"));
     else
         reason(r, false, "rapl", xstrdup("absent"),
-               xstrdup("power is the model's estimate: --verify compares estimates"));
+               xstrdup("watt tune PROFILE --verify shows watts only from another meter "
+                       "(hwmon, ACPI), never a model's estimate; C-states and wake-ups it "
+                       "measures anyway"));
     if (f->npackages > 1)
         reason(r, false, "packages",
                xasprintf("%u packages, %u CPUs online", f->npackages, f->ncpus),
