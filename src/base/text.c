@@ -248,3 +248,51 @@ size_t text_fit(const char *s, size_t max_cols)
     }
     return n;
 }
+
+/* Bytes of the UTF-8 sequence at S (valid: text_dup made it so). */
+static size_t seq_len(const char *s)
+{
+    size_t n = 1;
+    while (s[n] && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n++;
+    return n;
+}
+
+size_t text_wrap(const char *s, size_t cols, char ***ret)
+{
+    _cleanup_free_ char *p = text_dup(s ? s : "");
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    if (!cols)
+        cols = 1;
+    for (const char *c = p; *c;) {
+        while (*c == ' ')
+            c++;
+        if (!*c)
+            break;
+        size_t fit = text_fit(c, cols), take = fit;
+        if (c[fit] && c[fit] != ' ') { /* mid-word: break at the last blank, if any */
+            size_t sp = fit;
+            while (sp > 0 && c[sp] != ' ')
+                sp--;
+            take = sp ? sp : fit;
+        }
+        if (!take)
+            take = seq_len(c); /* a character wider than the line: alone on it */
+        size_t len = take;
+        while (len && c[len - 1] == ' ')
+            len--;
+        v = grow_array(v, sizeof(*v), n, &cap);
+        v[n++] = xstrndup(c, len);
+        c += take;
+    }
+    *ret = v;
+    return n;
+}
+
+void text_wrap_free(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+}

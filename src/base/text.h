@@ -51,6 +51,14 @@ size_t text_width(const char *s);
  * never cutting a character. */
 size_t text_fit(const char *s, size_t max_cols);
 
+/* S as one printable name (text_dup) in lines of at most COLS (>= 1)
+ * display columns, broken at blanks; a word longer than a line is broken
+ * inside it, never inside a character. Nothing is dropped but the blanks
+ * at the breaks. Returns the number of lines (0 for an empty or blank S);
+ * *RET is an owned array of owned lines: free with text_wrap_free(). */
+size_t text_wrap(const char *s, size_t cols, char ***ret);
+void text_wrap_free(char **lines, size_t n);
+
 /* A copy of LEN bytes of S as valid UTF-8: each byte that is not part of
  * a valid sequence becomes U+FFFD. Caller frees. */
 char *text_utf8_valid(const char *s, size_t len);

@@ -21,6 +21,7 @@
 #include "base/text.h"
 #include "base/util.h"
 #include "cli/fleet_out.h"
+#include "cli/outfile.h"
 #include "cli/verbs.h"
 #include "config.h"
 #include "fleet/model/fleet.h"
@@ -458,8 +459,52 @@ static const char *label_of(const char *path)
     return b;
 }
 
+/* The plot's title from the command and its data: the verb, the policies,
+ * the trace days and the hosts ("watt fleet compare: 9 policies on
+ * 20110303, 800 hosts"). Owned. */
+static char *plot_title(const struct fleet_cli *c, const struct fleet_hosts *hosts,
+                        char *const *origins, size_t n_traces)
+{
+    struct strbuf t = {0};
+    strbuf_appendf(&t, "watt fleet %s: ", c->compare ? "compare" : "sim");
+    if (c->n_policies <= 3)
+        for (size_t i = 0; i < c->n_policies; i++)
+            strbuf_appendf(&t, "%s%s", i ? (i + 1 == c->n_policies ? " and " : ", ") : "",
+                           c->policies[i]);
+    else
+        strbuf_appendf(&t, "%zu policies", c->n_policies);
+    if (n_traces <= 3)
+        for (size_t i = 0; i < n_traces; i++)
+            strbuf_appendf(&t, "%s%s", i ? (i + 1 == n_traces ? " and " : ", ") : " on ",
+                           label_of(origins[i]));
+    else
+        strbuf_appendf(&t, " on %zu days (%s .. %s)", n_traces, label_of(origins[0]),
+                       label_of(origins[n_traces - 1]));
+    strbuf_appendf(&t, ", %zu hosts", hosts->n_hosts);
+    return strbuf_steal(&t);
+}
+
+/* --csv and --plot are made before the simulation (a bad path fails at
+ * once) and filled after it; a failure to fill one is said, and the table
+ * is still printed. */
+struct fleet_files {
+    struct cli_outfile csv, plot;
+};
+
+static int open_outputs(const struct fleet_cli *c, struct fleet_files *ff)
+{
+    *ff = (struct fleet_files){0};
+    if (c->csv && cli_outfile_open("fleet", c->csv, &ff->csv) < 0)
+        return -EIO;
+    if (c->plot && cli_outfile_open("fleet", c->plot, &ff->plot) < 0) {
+        cli_outfile_abort(&ff->csv);
+        return -EIO;
+    }
+    return 0;
+}
+
 static int write_outputs(const struct fleet_cli *c, struct job *jobs, size_t n,
-                         char *const *origins)
+                         char *const *origins, struct fleet_files *ff, const char *title)
 {
     _cleanup_free_ const struct fleet_result **runs = xcalloc(n, sizeof(*runs));
     _cleanup_free_ const char **labels = xcalloc(n, sizeof(*labels));
@@ -467,18 +512,25 @@ static int write_outputs(const struct fleet_cli *c, struct job *jobs, size_t n,
         runs[i] = &jobs[i].res;
         labels[i] = jobs[i].label;
     }
-    if (c->csv) {
-        _cleanup_fclose_ FILE *f = fopen(c->csv, "we");
-        if (!f || fleet_out_series_csv(f, runs, n, labels) < 0) {
-            text_printf(stderr, "watt fleet: cannot write %s: %s\n", c->csv, strerror(errno));
-            return -EIO;
+    int rc = 0;
+    if (ff->csv.f) {
+        int e = fleet_out_series_csv(ff->csv.f, runs, n, labels);
+        if (e < 0) {
+            text_printf(stderr, "watt fleet: cannot write %s: %s\n", c->csv, strerror(-e));
+            cli_outfile_abort(&ff->csv);
+            rc = -EIO;
+        } else if (cli_outfile_commit("fleet", &ff->csv) < 0) {
+            rc = -EIO;
         }
     }
-    if (c->plot) {
-        _cleanup_fclose_ FILE *f = fopen(c->plot, "we");
-        if (!f || fleet_out_svg(f, runs, n, labels, "watt fleet sim") < 0) {
-            text_printf(stderr, "watt fleet: cannot write %s: %s\n", c->plot, strerror(errno));
-            return -EIO;
+    if (ff->plot.f) {
+        int e = fleet_out_svg(ff->plot.f, runs, n, labels, title);
+        if (e < 0) {
+            text_printf(stderr, "watt fleet: cannot write %s: %s\n", c->plot, strerror(-e));
+            cli_outfile_abort(&ff->plot);
+            rc = -EIO;
+        } else if (cli_outfile_commit("fleet", &ff->plot) < 0) {
+            rc = -EIO;
         }
     }
     struct strbuf out = {0};
@@ -498,7 +550,7 @@ static int write_outputs(const struct fleet_cli *c, struct job *jobs, size_t n,
     if (out.len)
         text_fputs(strbuf_str(&out), stdout);
     strbuf_free(&out);
-    return 0;
+    return rc;
 }
 
 static const char *const compare_default[] = {
@@ -671,6 +723,11 @@ int verb_fleet(int argc, char **argv)
             return 2;
         }
     }
+    struct fleet_files ff;
+    if (open_outputs(&c, &ff) < 0) {
+        cli_free(&c);
+        return 1;
+    }
     _cleanup_free_ char *synth_hosts = NULL;
     if (c.synthetic && !c.hosts_spec) {
         /* about 4 hosts per 5 VMs, like the PlanetLab setup (800 for 1052) */
@@ -680,6 +737,8 @@ int verb_fleet(int argc, char **argv)
     }
     if (load_hosts(c.hosts_spec, &hosts) < 0 || load_traces(&c, &traces, &n_traces, &origins) < 0) {
         fleet_hosts_free(&hosts);
+        cli_outfile_abort(&ff.csv);
+        cli_outfile_abort(&ff.plot);
         cli_free(&c);
         return 1;
     }
@@ -715,8 +774,12 @@ int verb_fleet(int argc, char **argv)
             text_printf(stderr,
                         "watt fleet: %s %s: %zu VMs fit no host when created and never ran\n",
                         jobs[i].label, jobs[i].pol.name, jobs[i].res.vms_failed);
-    if (r == 0)
-        r = write_outputs(&c, jobs, n_jobs, job_origins);
+    if (r == 0) {
+        _cleanup_free_ char *title = plot_title(&c, &hosts, origins, n_traces);
+        r = write_outputs(&c, jobs, n_jobs, job_origins, &ff, title);
+    }
+    cli_outfile_abort(&ff.csv); /* not filled: a failed run leaves no file */
+    cli_outfile_abort(&ff.plot);
     for (size_t i = 0; i < n_jobs; i++)
         fleet_result_free(&jobs[i].res);
     for (size_t t = 0; t < n_traces; t++) {

@@ -9,6 +9,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "base/util.h"
+#include "cli/outfile.h"
 #include "cli/verbs.h"
 #include "config.h"
 #include "sense/clock.h"
@@ -21,29 +22,32 @@
 
 static void report_usage(FILE *f)
 {
-    fputs("usage: watt report [--interval SECONDS] [--json] [--root DIR] [--per-cpu]\n"
-          "                   [--model FILE|NAME] [--pue X] [--config-dir DIR]\n"
-          "\n"
-          "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
-          "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
-          "devices that never sleep, latency constraints and the TSC, with what you could do.\n"
-          "\n"
-          "  -i, --interval S   seconds between the two samples (0..3600)\n"
-          "  -j, --json         one JSON document (schema: docs/report-json.md)\n"
-          "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
-          "  -p, --per-cpu      text: a line per CPU even on large machines\n"
-          "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
-          "                     or an INI file (docs/power-model.md)\n"
-          "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
-          "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
-          "                     `watt tune`, is (default /etc/watt; also $WATT_CONFIG_DIR)\n",
-          f);
+    fputs(
+        "usage: watt report [--interval SECONDS] [--json | --html FILE] [--root DIR] [--per-cpu]\n"
+        "                   [--model FILE|NAME] [--pue X] [--config-dir DIR]\n"
+        "\n"
+        "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
+        "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
+        "devices that never sleep, latency constraints and the TSC, with what you could do.\n"
+        "\n"
+        "  -i, --interval S   seconds between the two samples (0..3600)\n"
+        "  -j, --json         one JSON document (schema: docs/report-json.md)\n"
+        "      --html FILE    one self-contained HTML page with plots, written to FILE\n"
+        "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
+        "  -p, --per-cpu      text: a line per CPU even on large machines\n"
+        "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
+        "                     or an INI file (docs/power-model.md)\n"
+        "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
+        "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
+        "                     `watt tune`, is (default /etc/watt; also $WATT_CONFIG_DIR)\n",
+        f);
 }
 
 struct report_opts {
     double interval;
     bool json, per_cpu;
     const char *root, *model;
+    const char *html;       /* --html FILE; NULL: text or JSON on stdout */
     const char *config_dir; /* NULL: $WATT_CONFIG_DIR, else /etc/watt */
     double pue;
 };
@@ -58,6 +62,7 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
         {"model", required_argument, NULL, 'm'},
         {"pue", required_argument, NULL, 'P'},
         {"config-dir", required_argument, NULL, 'c'},
+        {"html", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -93,6 +98,9 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
         case 'c':
             o->config_dir = optarg;
             break;
+        case 'H':
+            o->html = optarg;
+            break;
         case 'h':
             report_usage(stdout);
             return 1;
@@ -103,6 +111,11 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "watt report: unexpected argument '%s'\n", argv[optind]);
+        return -EINVAL;
+    }
+    if (o->html && (o->json || !*o->html)) {
+        fprintf(stderr, "watt report: %s\n",
+                o->json ? "--html and --json: choose one" : "--html wants a file name");
         return -EINVAL;
     }
     return 0;
@@ -141,8 +154,15 @@ int verb_report(int argc, char **argv)
     struct devpolicy *pol = NULL;
     if (load_devpolicy(&o, &pol) < 0)
         return 2;
+    /* made before sampling: a bad path fails now, not after the interval */
+    struct cli_outfile ho = {0};
+    if (o.html && cli_outfile_open("report", o.html, &ho) < 0) {
+        devpolicy_free(pol);
+        return 1;
+    }
     struct host *h;
     if (cli_open_host(o.root, &h) < 0) {
+        cli_outfile_abort(&ho);
         devpolicy_free(pol);
         return 1;
     }
@@ -164,6 +184,7 @@ int verb_report(int argc, char **argv)
     struct window w;
     if (window_take(sense, h->live, o.interval, &w) < 0) {
         fprintf(stderr, "watt report: sampling failed\n");
+        cli_outfile_abort(&ho);
         top_collector_close(top);
         sense_close(sense);
         host_close(h);
@@ -200,7 +221,16 @@ int verb_report(int argc, char **argv)
         }
     }
 
-    if (o.json) {
+    int rc = 0;
+    if (o.html) {
+        struct strbuf page = {0};
+        report_render_html(&c, &page);
+        fputs(strbuf_str(&page), ho.f);
+        rc = cli_outfile_commit("report", &ho) < 0 ? 1 : 0;
+        if (!rc)
+            text_printf(stdout, "watt report: wrote %s\n", o.html);
+        strbuf_free(&page);
+    } else if (o.json) {
         struct json j;
         json_init(&j, true);
         report_render_json(&c, &j);
@@ -222,5 +252,5 @@ int verb_report(int argc, char **argv)
     sense_close(sense);
     host_close(h);
     devpolicy_free(pol);
-    return 0;
+    return rc;
 }

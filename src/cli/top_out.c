@@ -294,6 +294,17 @@ static void text_title(struct strbuf *b, const struct top_frame *f)
     strbuf_appendf(b, "watt top  %s  %s%s  window %.2f s\n", host, kern, when, f->interval_s);
 }
 
+/* A note in full, wrapped at TOP_TEXT_WIDTH: FIRST before its first line,
+ * INDENT (as wide) before the others. */
+static void wrapped(struct strbuf *b, const char *text, const char *first, const char *indent)
+{
+    char **lines;
+    size_t n = text_wrap(text, TOP_TEXT_WIDTH - strlen(indent), &lines);
+    for (size_t i = 0; i < n; i++)
+        strbuf_appendf(b, "%s%s\n", i ? indent : first, lines[i]);
+    text_wrap_free(lines, n);
+}
+
 void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
 {
     struct strbuf b = {0};
@@ -303,10 +314,8 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
     for (size_t i = 0; i < TOP_HEADER; i++)
         strbuf_appendf(&b, "%s\n", lines[i]);
     if (f->power_note[0]) {
-        char note[TOP_LINE];
-        text_printable(note, sizeof(note), f->power_note,
-                       strnlen(f->power_note, sizeof(f->power_note)), 200, true);
-        strbuf_appendf(&b, "%-10s%s\n", "", note);
+        _cleanup_free_ char *pn = xstrndup(f->power_note, sizeof(f->power_note));
+        wrapped(&b, pn, "          ", "          ");
     }
     text_section(&b, f, TOP_VIEW_PROCS, limit, "processes");
     text_section(&b, f, TOP_VIEW_CGROUPS, limit, "cgroups");
@@ -319,12 +328,8 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
     text_section(&b, f, TOP_VIEW_DEVICES, 0, "devices");
     if (f->nnotes) {
         strbuf_append(&b, "\nNotes:\n");
-        for (size_t i = 0; i < f->nnotes; i++) {
-            char note[TOP_CELL * 2];
-            const char *n = f->notes[i] ? f->notes[i] : "";
-            text_printable(note, sizeof(note), n, strlen(n), 400, true);
-            strbuf_appendf(&b, "  - %s\n", note);
-        }
+        for (size_t i = 0; i < f->nnotes; i++)
+            wrapped(&b, f->notes[i] ? f->notes[i] : "", "  - ", "    ");
     }
     text_fputs(strbuf_str(&b), out);
     strbuf_free(&b);

@@ -347,10 +347,43 @@ static const char *const help_text[] = {
     "weighted by frequency (docs/top.md).",
 };
 
+/* The frame's notes wrapped to COLS columns ("- " before each note's first
+ * line, two blanks before the others): the help box shows them in full.
+ * Returns the line count; *ret owned (text_wrap_free). */
+static size_t note_lines(const struct top_frame *f, int cols, char ***ret)
+{
+    char **all = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; f && i < f->nnotes; i++) {
+        char **lines;
+        size_t k =
+            text_wrap(f->notes[i] ? f->notes[i] : "", cols > 3 ? (size_t)cols - 2 : 1, &lines);
+        for (size_t l = 0; l < k; l++) {
+            all = grow_array(all, sizeof(*all), n, &cap);
+            all[n++] = xasprintf("%s%s", l ? "  " : "- ", lines[l]);
+        }
+        text_wrap_free(lines, k);
+    }
+    *ret = all;
+    return n;
+}
+
 static void draw_help(const struct tui *t)
 {
-    size_t nnotes = t->f ? t->f->nnotes : 0, n = ARRAY_SIZE(help_text) + (nnotes ? nnotes + 2 : 0);
-    int w = COLS - 4 < 76 ? COLS - 4 : 76, h = (int)n + 2 < LINES - 2 ? (int)n + 2 : LINES - 2;
+    int w = COLS - 4 < 76 ? COLS - 4 : 76;
+    char **notes;
+    size_t nnotes = note_lines(t->f, w - 4, &notes);
+    /* Notes that do not fit beside the key help push it out (but for its
+     * first and its closing line): the keys are in docs/top.md, the notes
+     * are this frame's and nowhere else. */
+    const char *keys[ARRAY_SIZE(help_text)];
+    size_t nk = 0;
+    bool brief = nnotes && ARRAY_SIZE(help_text) + nnotes + 4 > (size_t)(LINES > 2 ? LINES - 2 : 0);
+    for (size_t i = 0; i < ARRAY_SIZE(help_text); i++)
+        if (!brief || i == 0 || strstr(help_text[i], "closes this help"))
+            keys[nk++] = help_text[i];
+    size_t n = nk + (nnotes ? nnotes + 2 : 0);
+    int h = (int)n + 2 < LINES - 2 ? (int)n + 2 : LINES - 2;
     int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
     for (int y = y0; y < y0 + h; y++)
         mvhline(y, x0, ' ', w);
@@ -368,14 +401,15 @@ static void draw_help(const struct tui *t)
     mvaddch(y0 + h - 1, x0 + w - 1, t->utf8 ? ACS_LRCORNER : '+');
     style_off(t, P_LABEL, A_BOLD);
     int y = y0 + 1;
-    for (size_t i = 0; i < ARRAY_SIZE(help_text) && y < y0 + h - 1; i++)
-        put_clipped(t, y++, x0 + 2, w - 4, help_text[i]);
+    for (size_t i = 0; i < nk && y < y0 + h - 1; i++)
+        put_clipped(t, y++, x0 + 2, w - 4, keys[i]);
     if (nnotes && y + 1 < y0 + h - 1) {
         put_clipped(t, ++y, x0 + 2, w - 4, "Notes:");
         y++;
     }
     for (size_t i = 0; i < nnotes && y < y0 + h - 1; i++)
-        put_clipped(t, y++, x0 + 2, w - 4, t->f->notes[i] ? t->f->notes[i] : "");
+        put_clipped(t, y++, x0 + 2, w - 4, notes[i]);
+    text_wrap_free(notes, nnotes);
 }
 
 static void draw(struct tui *t, uint64_t now)

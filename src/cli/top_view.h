@@ -9,10 +9,11 @@
 #include "base/text.h"
 #include "view/top.h"
 
-#define TOP_MAX_COLS 16  /* = TABLE_MAX_COLS */
-#define TOP_CELL     256 /* bytes of one cell, NUL included */
-#define TOP_LINE     512 /* bytes of one header line */
-#define TOP_HEADER   4   /* lines of top_header_lines() */
+#define TOP_MAX_COLS   16  /* = TABLE_MAX_COLS */
+#define TOP_CELL       256 /* bytes of one cell, NUL included */
+#define TOP_LINE       512 /* bytes of one header line */
+#define TOP_HEADER     4   /* lines of top_header_lines() */
+#define TOP_TEXT_WIDTH 100 /* columns: --once's notes are wrapped at this, never cut */
 
 /* Not a tab of its own: the per-state summary shown above the per-CPU
  * grid in the C-states view (and before it in the text output). */

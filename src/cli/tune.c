@@ -21,7 +21,9 @@
 #include "tune/journal.h"
 #include "tune/plan.h"
 #include "tune/profile.h"
+#include "tune/recommend.h"
 #include "tune/verify.h"
+#include "view/report.h"
 
 enum tune_mode {
     MODE_APPLY,
@@ -29,6 +31,7 @@ enum tune_mode {
     MODE_LIST,
     MODE_SHOW,
     MODE_RESTORE,
+    MODE_RECOMMEND,
 };
 
 struct tune_opts {
@@ -49,7 +52,7 @@ struct tune_run {
 static void tune_usage(FILE *f)
 {
     fputs("usage: watt tune PROFILE [--dry-run] [--verify[=SECONDS]]\n"
-          "       watt tune --status | --list | --show PROFILE\n"
+          "       watt tune --status | --list | --show PROFILE | --recommend\n"
           "\n"
           "Apply a tuning profile: print what changes (path: old -> new, and why), then\n"
           "write it through the undo journal, all or nothing. A profile is applied over\n"
@@ -63,6 +66,7 @@ static void tune_usage(FILE *f)
           "      --status           what differs from the original values, and the journal\n"
           "      --list             the profiles: built-in and in CONFDIR/profiles.d\n"
           "      --show PROFILE     a profile's settings, includes resolved, with origins\n"
+          "      --recommend        the built-in profile that fits this machine, and why\n"
           "  -r, --root DIR         a recorded tree instead of / (also $WATT_ROOT)\n"
           "  -c, --config-dir DIR   profiles.d/ and devices.conf (default /etc/watt;\n"
           "                         also $WATT_CONFIG_DIR)\n"
@@ -105,6 +109,7 @@ enum {
     OPT_JOURNAL,
     OPT_OWNER,
     OPT_FORCE,
+    OPT_RECOMMEND,
 };
 
 static int usage_error(const char *verb, const char *msg, const char *arg)
@@ -117,7 +122,7 @@ static int usage_error(const char *verb, const char *msg, const char *arg)
 static int set_mode(struct tune_opts *o, enum tune_mode m, const char *verb)
 {
     if (o->mode != MODE_APPLY && o->mode != m)
-        return usage_error(verb, "--status, --list and --show go alone", NULL);
+        return usage_error(verb, "--status, --list, --show and --recommend go alone", NULL);
     o->mode = m;
     return 0;
 }
@@ -158,6 +163,8 @@ static int parse_one(struct tune_opts *o, int ch, const char *verb)
     case OPT_SHOW:
         o->profile = optarg;
         return set_mode(o, MODE_SHOW, verb);
+    case OPT_RECOMMEND:
+        return set_mode(o, MODE_RECOMMEND, verb);
     case OPT_VERIFY:
         o->verify = true;
         if (optarg &&
@@ -207,6 +214,7 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
         {"list", no_argument, NULL, OPT_LIST},
         {"show", required_argument, NULL, OPT_SHOW},
         {"verify", optional_argument, NULL, OPT_VERIFY},
+        {"recommend", no_argument, NULL, OPT_RECOMMEND},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -226,7 +234,8 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
     if (streq(verb, "tune"))
         return check_tune_opts(o, argc, argv);
     if (o->mode != MODE_APPLY || o->verify)
-        return usage_error(verb, "--status, --list, --show and --verify are for watt tune", NULL);
+        return usage_error(
+            verb, "--status, --list, --show, --recommend and --verify are for watt tune", NULL);
     if (optind < argc)
         return usage_error(verb, "unexpected argument", argv[optind]);
     o->mode = MODE_RESTORE;
@@ -1096,6 +1105,99 @@ static int run_restore(struct tune_run *t)
     return r < 0 ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- recommend */
+
+/* The commands to run, for the machine the facts came from: with --root
+ * they name the same tree, so they can be tried on it. */
+static char *recommend_command(const struct tune_run *t, const char *profile, const char *extra)
+{
+    return t->h->live ? xasprintf("watt tune %s%s", profile, extra)
+                      : xasprintf("watt tune %s%s --root %s", profile, extra, t->h->root);
+}
+
+static void recommend_json(struct tune_run *t, const struct recommendation *rec, const char *desc)
+{
+    struct json j;
+    json_init(&j, true);
+    json_object_begin(&j);
+    json_kv_string(&j, "schema", "watt-tune-recommend/1");
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    json_kv_string(&j, "time", when);
+    json_kv_string(&j, "root", t->h->root);
+    json_key(&j, "profile");
+    json_object_begin(&j);
+    json_kv_string(&j, "name", rec->profile);
+    json_kv_string(&j, "description", desc);
+    _cleanup_free_ char *dry = recommend_command(t, rec->profile, " --dry-run");
+    _cleanup_free_ char *apply = recommend_command(t, rec->profile, "");
+    json_kv_string(&j, "dry_run", dry);
+    json_kv_string(&j, "apply", apply);
+    json_kv_string(&j, "undo", t->h->live ? "watt restore" : NULL);
+    json_object_end(&j);
+    json_key(&j, "reasons");
+    json_array_begin(&j);
+    for (size_t i = 0; i < rec->n; i++) {
+        json_object_begin(&j);
+        json_kv_string(&j, "check", rec->v[i].check);
+        json_kv_string(&j, "found", rec->v[i].found);
+        json_kv_string(&j, "means", rec->v[i].means);
+        json_kv_bool(&j, "decides", rec->v[i].decides);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_object_end(&j);
+    print_json(&j);
+}
+
+static void recommend_text(struct tune_run *t, const struct recommendation *rec, const char *desc)
+{
+    struct strbuf out = {0};
+    strbuf_appendf(&out, "Recommended profile: %s%s%s%s\n\nWhy (* decided it):\n", rec->profile,
+                   desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
+    for (size_t i = 0; i < rec->n; i++) {
+        _cleanup_free_ char *first =
+            xasprintf("  %c %-15s ", rec->v[i].decides ? '*' : '-', rec->v[i].check);
+        report_wrap(&out, first, 20, rec->v[i].found);
+        _cleanup_free_ char *means = xasprintf("-> %s", rec->v[i].means);
+        report_wrap(&out, "                    ", 23, means);
+    }
+    _cleanup_free_ char *dry = recommend_command(t, rec->profile, " --dry-run");
+    _cleanup_free_ char *apply = recommend_command(t, rec->profile, "");
+    strbuf_appendf(&out, "\nSee what it changes, then apply it:\n  %s\n  %s\n", dry, apply);
+    if (t->h->live)
+        strbuf_append(&out, "Undo with: watt restore\n");
+    text_fputs(strbuf_str(&out), stdout); /* DMI strings and comms: printable */
+    strbuf_free(&out);
+}
+
+static int run_recommend(struct tune_run *t)
+{
+    struct recommend_facts f;
+    if (recommend_facts_read(t->h, &f) < 0) {
+        text_printf(stderr, "watt tune: cannot read the machine under %s\n", t->h->root);
+        return 1;
+    }
+    struct recommendation rec;
+    recommend_pick(&f, &rec);
+    struct profile *p = NULL;
+    _cleanup_free_ char *err = NULL;
+    /* What `watt tune NAME` would apply: a user file of the same name in
+     * CONFDIR/profiles.d shadows the built-in (its description shows it). */
+    profile_load(rec.profile, t->o.confdir, &p, &err);
+    const char *desc = p ? p->description : NULL;
+    if (t->o.json)
+        recommend_json(t, &rec, desc);
+    else
+        recommend_text(t, &rec, desc);
+    profile_free(p);
+    recommendation_free(&rec);
+    recommend_facts_free(&f);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- verbs */
 
 static int run(const char *verb, int argc, char **argv)
@@ -1115,6 +1217,9 @@ static int run(const char *verb, int argc, char **argv)
         break;
     case MODE_RESTORE:
         r = run_restore(&t);
+        break;
+    case MODE_RECOMMEND:
+        r = run_recommend(&t);
         break;
     default:
         r = run_apply(&t);

@@ -11,12 +11,13 @@
 #include "config.h"
 #include "sense/clock.h"
 
-static const struct report_section *const sections[] = {
+const struct report_section *const report_sections[] = {
     &report_section_host,      &report_section_power,       &report_section_cstates,
     &report_section_frequency, &report_section_utilisation, &report_section_interrupts,
     &report_section_wakeups,   &report_section_devices,     &report_section_latency,
     &report_section_tsc,       &report_section_advice,
 };
+const size_t report_nsections = ARRAY_SIZE(report_sections);
 
 const struct devices_sample *report_dev_prev(const struct report_ctx *c)
 {
@@ -142,9 +143,9 @@ void report_render_json(const struct report_ctx *c, struct json *j)
     json_kv_bool(j, "live", c->h->live);
     json_kv_double(j, "interval_s", c->b ? c->interval_s : NAN);
     json_kv_double(j, "sample_cost_ms", (double)c->cur->cost_ns / 1e6);
-    for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
-        json_key(j, sections[i]->key);
-        sections[i]->json(c, j);
+    for (size_t i = 0; i < report_nsections; i++) {
+        json_key(j, report_sections[i]->key);
+        report_sections[i]->json(c, j);
     }
     problems_json(c, j);
     json_object_end(j);
@@ -173,13 +174,19 @@ static size_t count_diags(const struct report_ctx *c, const struct diags *d)
 
 void report_render_text(const struct report_ctx *c, struct strbuf *out)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
-        strbuf_appendf(out, "%s%s\n", i ? "\n" : "", sections[i]->title);
-        sections[i]->text(c, out);
+    for (size_t i = 0; i < report_nsections; i++) {
+        strbuf_appendf(out, "%s%s\n", i ? "\n" : "", report_sections[i]->title);
+        report_sections[i]->text(c, out);
     }
+    strbuf_putc(out, '\n');
+    report_render_text_tail(c, out);
+}
+
+void report_render_text_tail(const struct report_ctx *c, struct strbuf *out)
+{
     size_t total = count_diags(c, &c->a->diags) + (c->b ? count_diags(c, &c->b->diags) : 0) +
                    count_diags(c, c->diags);
-    strbuf_append(out, "\nNot measured here\n");
+    strbuf_append(out, "Not measured here\n");
     bool all = true;
     for (int i = 0; i < _SAMPLER_MAX; i++)
         all &= c->sense->usable[i] != 0;

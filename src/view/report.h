@@ -80,8 +80,19 @@ bool report_cpu_rows(const struct report_ctx *c, unsigned n,
  * line (paths) get a line of their own. */
 void report_wrap(struct strbuf *out, const char *first, size_t indent, const char *text);
 
+/* The sections in report order. */
+extern const struct report_section *const report_sections[];
+extern const size_t report_nsections;
+
 /* Render the whole report. */
 void report_render_text(const struct report_ctx *c, struct strbuf *out);
+/* Its last part: the samplers that could not run here, and the problems. */
+void report_render_text_tail(const struct report_ctx *c, struct strbuf *out);
+/* One self-contained HTML page (report_html.c): the text sections, and
+ * inline SVG plots of C-state residency per CPU, power by source and
+ * wake-ups by process. Every string from the machine is escaped; nothing
+ * is loaded from elsewhere (no URL, script or external style). */
+void report_render_html(const struct report_ctx *c, struct strbuf *out);
 void report_render_json(const struct report_ctx *c, struct json *j);
 
 int verb_report(int argc, char **argv);

@@ -214,6 +214,54 @@ def test_csv_plot(tmp):
                 fail(f"{what}: has a script")
 
 
+def test_outputs_early(tmp):
+    """--csv and --plot: made before the simulation, filled after it; a
+    failure to fill one still prints the table; titles from the command."""
+    d = os.path.join(tmp, "early")
+    os.makedirs(d)
+    # a bad path fails before the simulation: no progress line, no table
+    p = watt("sim", "--synthetic", "2000", "--plot", os.path.join(d, "no", "p.svg"))
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    if p.returncode != 1 or len(lines) != 1 or "no/p.svg" not in lines[0] or p.stdout:
+        fail(f"--plot into a missing folder: want exit 1 and one line before any run, got "
+             f"{p.returncode} {p.stderr!r} {p.stdout[:100]!r}")
+    # the csv cannot be put in place (a folder has its name): said, table printed,
+    # the plot written, nothing temporary left
+    os.makedirs(os.path.join(d, "busy.csv"))
+    svg = os.path.join(d, "ok.svg")
+    p = watt("compare", "-q", "--synthetic", "100", "--policies", "watt,iqr-mmt-1.5",
+             "--csv", os.path.join(d, "busy.csv"), "--plot", svg)
+    rows = [line for line in p.stdout.splitlines()[1:] if line.strip()]
+    if p.returncode != 1 or "cannot write " + os.path.join(d, "busy.csv") not in p.stderr:
+        fail(f"--csv onto a folder: want exit 1 naming it, got {p.returncode} {p.stderr!r}")
+    if len(rows) != 2 or "watt" not in rows[0] or "iqr-mmt-1.5" not in rows[1]:
+        fail(f"--csv onto a folder: the table is still printed, got {p.stdout!r}")
+    if sorted(os.listdir(d)) != ["busy.csv", "ok.svg"]:
+        fail(f"--csv onto a folder: files left {sorted(os.listdir(d))}")
+    try:
+        title = ET.parse(svg).getroot().find("{http://www.w3.org/2000/svg}title").text
+    except (ET.ParseError, OSError, AttributeError) as e:
+        fail(f"--plot beside a failed --csv: no plot ({e})")
+    else:
+        want = "watt fleet compare: watt and iqr-mmt-1.5 on synthetic-100-seed1, 80 hosts"
+        if title != want:
+            fail(f"compare --plot: title {title!r}, want {want!r}")
+    # a run that fails leaves no file at all
+    out = os.path.join(d, "never.csv")
+    p = watt("sim", "-q", "--trace", os.path.join(d, "missing.csv"), "--csv", out)
+    if p.returncode == 0 or os.path.exists(out) or sorted(os.listdir(d)) != ["busy.csv", "ok.svg"]:
+        fail(f"a failed run: want no csv and no temporary file, got {sorted(os.listdir(d))}")
+    # sim's title names its policy, the trace day and the hosts
+    p = ok("sim --plot (title)", watt("sim", "-q", "--trace", DAY, "--plot", svg))
+    if p:
+        title = ET.parse(svg).getroot().find("{http://www.w3.org/2000/svg}title").text
+        want = f"watt fleet sim: watt on {os.path.basename(DAY.rstrip('/'))}, 800 hosts"
+        if title != want:
+            fail(f"sim --plot: title {title!r}, want {want!r}")
+        else:
+            print(f"ok: titles from the command ({title})")
+
+
 def test_compare(tmp):
     what = "fleet compare --policies watt,iqr-mmt-1.5"
     out = os.path.join(tmp, "compare.csv")
@@ -444,6 +492,7 @@ def main():
         test_datadir(tmp)
         test_json()
         test_csv_plot(tmp)
+        test_outputs_early(tmp)
         test_compare(tmp)
         test_synthetic()
         test_help()

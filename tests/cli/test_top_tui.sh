@@ -14,6 +14,7 @@ runs=0 # one tmux server per run: a fresh socket, no race with the last one's ex
 tm() { tmux -S "$tmp/tmux.$runs.sock" -f /dev/null "$@"; }
 trap 'tm kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
+case "$1" in *top_tui_demo*) demo=1 ;; *) demo=0 ;; esac # its note is known: see below
 # Test helpers -------------------------------------------------------------
 die() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; exit 1; }
 screen() { tm capture-pane -p -t top >"$tmp/screen" 2>/dev/null; }
@@ -124,6 +125,10 @@ keys PPage Up NPage Down Home
 wait_for ' 1-[0-9]+ of [0-9]+ *$' 5 || { echo "FAIL: Home: not at the first row"; fail=1; }
 keys h
 wait_for 'any other key closes this help' 5 || { echo "FAIL: h: no help"; fail=1; }
+# the fake collector's note is wider than the box: wrapped, its end shown
+if [ $demo = 1 ] && ! grep -q 'LAST-WORDS-OF-THE-NOTE' "$tmp/screen"; then
+    echo "FAIL: h: the note is cut, not wrapped"; cat "$tmp/screen"; fail=1
+fi
 keys x
 # the help may still be drawn when the key is sent: wait for it to go
 end=$((SECONDS + 5))
@@ -133,6 +138,17 @@ wait_for 'PID +Wake/s' 5 && ! grep -q 'closes this help' "$tmp/screen" ||
 # a resize below the minimum says so; back to size, the view returns
 tm resize-window -t top -x 50 -y 10
 wait_for 'Terminal too small' 5 || { echo "FAIL: 50x10: no 'too small'"; fail=1; }
+# a short terminal: the notes push the key help out, and still show whole
+tm resize-window -t top -x 80 -y 14
+wait_for 'PID +Wake/s' 5 || { echo "FAIL: 80x14: no view"; fail=1; }
+keys h
+wait_for 'closes this help' 5 || { echo "FAIL: 80x14: no help"; fail=1; }
+if [ $demo = 1 ] && ! grep -q 'LAST-WORDS-OF-THE-NOTE' "$tmp/screen"; then
+    echo "FAIL: 80x14: the note is cut"; cat "$tmp/screen"; fail=1
+fi
+keys x
+end=$((SECONDS + 5))
+while screen && grep -q 'closes this help' "$tmp/screen" && [ $SECONDS -lt $end ]; do sleep 0.2; done
 tm resize-window -t top -x 120 -y 40
 wait_for 'PID +Wake/s' 5 || { echo "FAIL: resize back: no view"; fail=1; }
 keys q

@@ -282,6 +282,44 @@ static void test_jsondoc(void **state)
     unsetenv("WATT_TIME_NOW");
 }
 
+/* text_wrap: lines of at most COLS columns, broken at blanks, long words
+ * broken inside (never inside a character), nothing else dropped. */
+static void test_text_wrap(void **state)
+{
+    (void)state;
+    char **l;
+    size_t n = text_wrap("the quick  brown fox jumps", 10, &l);
+    assert_int_equal(n, 3);
+    assert_string_equal(l[0], "the quick");
+    assert_string_equal(l[1], "brown fox");
+    assert_string_equal(l[2], "jumps");
+    text_wrap_free(l, n);
+    n = text_wrap("abcdefghijkl xy", 5, &l);
+    assert_int_equal(n, 3);
+    assert_string_equal(l[0], "abcde");
+    assert_string_equal(l[1], "fghij");
+    assert_string_equal(l[2], "kl xy");
+    text_wrap_free(l, n);
+    /* wide characters count two columns and are never split */
+    n = text_wrap("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", 3, &l);
+    assert_int_equal(n, 3);
+    assert_string_equal(l[0], "\xe6\x97\xa5");
+    text_wrap_free(l, n);
+    /* a character wider than the line still goes out, alone */
+    n = text_wrap("\xe6\x97\xa5", 1, &l);
+    assert_int_equal(n, 1);
+    text_wrap_free(l, n);
+    /* controls are made printable, a blank text gives no line */
+    n = text_wrap("a\x1b[2Jb", 80, &l);
+    assert_int_equal(n, 1);
+    assert_string_equal(l[0], "a?[2Jb");
+    text_wrap_free(l, n);
+    assert_int_equal(text_wrap("   ", 10, &l), 0);
+    text_wrap_free(l, 0);
+    assert_int_equal(text_wrap(NULL, 10, &l), 0);
+    text_wrap_free(l, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,7 +328,7 @@ int main(void)
         cmocka_unit_test(test_json),          cmocka_unit_test(test_crc32),
         cmocka_unit_test(test_table),         cmocka_unit_test(test_json_hostile),
         cmocka_unit_test(test_text),          cmocka_unit_test(test_table_hostile),
-        cmocka_unit_test(test_jsondoc),
+        cmocka_unit_test(test_jsondoc),       cmocka_unit_test(test_text_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

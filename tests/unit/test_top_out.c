@@ -11,6 +11,7 @@
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
 
+#include "base/strbuf.h"
 #include "base/util.h"
 #include "cli/top_view.h"
 #include "view/top.h"
@@ -115,9 +116,12 @@ static struct top_frame *frame_new(void)
     return f;
 }
 
-/* The output of a printer as a string (caller frees). */
-static char *capture(void (*print)(const struct top_frame *, FILE *, size_t),
-                     const struct top_frame *f, size_t limit)
+/* The output of a printer as a string (caller frees). Not inlined: gcc 12
+ * then takes BUF, whose address open_memstream() keeps, for a dangling
+ * pointer to the stack (-Wdangling-pointer), wrongly. */
+__attribute__((noinline)) static char *capture(void (*print)(const struct top_frame *, FILE *,
+                                                             size_t),
+                                               const struct top_frame *f, size_t limit)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -454,6 +458,55 @@ static void test_text(void **state)
     top_frame_free(f);
 }
 
+static size_t longest_line(const char *s)
+{
+    size_t max = 0;
+    assert_non_null(s);
+    for (size_t i = 0, n; s[i]; i += n + (s[i + n] == '\n')) {
+        n = strcspn(s + i, "\n");
+        max = n > max ? n : max;
+    }
+    return max;
+}
+
+static size_t count_of(const char *s, const char *needle)
+{
+    size_t k = 0;
+    assert_non_null(s);
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        k++;
+    return k;
+}
+
+/* A note longer than a line is wrapped at 100 columns, every word kept. */
+static void test_text_long_note(void **state)
+{
+    (void)state;
+    struct top_frame *f = frame_new();
+    free(f->notes[0]);
+    struct strbuf long_note = {0};
+    for (int i = 0; i < 60; i++)
+        strbuf_appendf(&long_note, "word%02d ", i);
+    strbuf_append(&long_note,
+                  "a-very-long-path/that/does/not/fit/on/one/line/at/all/"
+                  "0123456789012345678901234567890123456789012345678901234567890123456789");
+    f->notes[0] = strbuf_steal(&long_note);
+    snprintf(f->power_note, sizeof(f->power_note), "%s",
+             "split by CPU time x GHz over every process active in the window, with the idle "
+             "floor, the kernel's own share and what is left unaccounted shown apart: END");
+    char *t = capture(top_print_text, f, 0);
+    assert_non_null(strstr(t, "  - word00 word01"));
+    assert_non_null(strstr(t, "word59"));
+    assert_non_null(strstr(t, "0123456789\n")); /* the end of the long path is kept */
+    assert_non_null(strstr(t, "unaccounted shown apart: END\n"));
+    assert_non_null(strstr(t, "\n          split by CPU time"));
+    assert_true(longest_line(strstr(t, "Notes:\n")) <= 100);
+    size_t k = count_of(strstr(t, "  - word00"), "\n    "); /* continuation lines */
+    assert_true(k >= 3);
+    free(t);
+    top_frame_free(f);
+}
+
 static void test_view_rows(void **state)
 {
     struct top_frame *f = frame_new();
@@ -489,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_json_untraced_empty),
         cmocka_unit_test(test_text),
+        cmocka_unit_test(test_text_long_note),
         cmocka_unit_test(test_view_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

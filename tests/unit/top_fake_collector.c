@@ -231,7 +231,10 @@ static void fake_header(struct top_frame *f, double secs, unsigned k)
     snprintf(f->power_note, sizeof(f->power_note), "split by CPU time x GHz; +/-30 %% per cycle");
     f->nnotes = 1;
     f->notes = xcalloc(1, sizeof(char *));
-    f->notes[0] = xstrdup("fake frames: nothing here was measured");
+    /* longer than the help box is wide: the TUI must wrap it, not cut it */
+    f->notes[0] = xstrdup("fake frames: nothing here was measured, and this note runs past the "
+                          "width of the help box on purpose, so that it wraps instead of being "
+                          "cut: LAST-WORDS-OF-THE-NOTE");
 }
 
 int top_collector_frame(struct top_collector *c, struct top_frame **ret)
