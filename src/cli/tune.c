@@ -1119,13 +1119,7 @@ static void recommend_json(struct tune_run *t, const struct recommendation *rec,
 {
     struct json j;
     json_init(&j, true);
-    json_object_begin(&j);
-    json_kv_string(&j, "schema", "watt-tune-recommend/1");
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    json_kv_string(&j, "time", when);
+    json_doc_begin(&j, "watt-tune-recommend/1", doc_time_now());
     json_kv_string(&j, "root", t->h->root);
     json_key(&j, "profile");
     json_object_begin(&j);

@@ -155,6 +155,11 @@ def test_tune(tmp):
     ls = run_json("tune --list", ["tune", "--list", "--json"], "watt-tune-list/1")
     bites("a profile of kind 'magic'", ls, lambda d: d["profiles"][0].update(kind="magic"))
     run_json("tune --show latency", ["tune", "--show", "latency", "--json"], "watt-tune-show/1")
+    rec = run_json("tune --recommend (fixture)", ["tune", "--recommend", "--json", "--root", root],
+                   "watt-tune-recommend/1")
+    bites("a recommendation that no reason decides", rec,
+          lambda d: [r.update(decides=False) for r in d["reasons"]])
+    run_json("tune --recommend (live)", ["tune", "--recommend", "--json"], "watt-tune-recommend/1")
 
 
 def test_fleet_sim():
