@@ -58,7 +58,7 @@ char *fleet_ini_read(char *str, int num, void *stream)
     l->pos += n + (nl != NULL);
     l->line++;
     char *s = copy;
-    if (l->line == 1 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+    if (l->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
         s += 3; /* a UTF-8 byte order mark, as inih skips it */
     s = trim(s);
     str[0] = '\0';
