@@ -85,7 +85,7 @@ fi
 
 # The Debian package (tests/pkg/test_package.sh): built, linted, installed
 # with apt into a fresh Debian 12 root (cached under /var/cache/watt-ci)
-# and run there. One check; ~6 min on 2 cores with a warm cache.
+# and run there. One check; ~2 min on 2 cores with a warm cache (+~4 min cold).
 echo "== package (build, lintian, install into a Debian 12 root)"
 tests/pkg/test_package.sh
 case $? in

@@ -164,7 +164,8 @@ done
 mount --bind "$CACHE/apt-archives" "$R/var/cache/apt/archives"
 mount --bind "$CACHE/apt-lists" "$R/var/lib/apt/lists"
 [ ${#notes[@]} -eq 0 ] || echo "note: ${notes[*]}"
-in_root() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "$@"; }
+ROOT_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root)
+in_root() { chroot "$R" "${ROOT_ENV[@]}" "$@"; }
 
 # ---- 4. install with apt -------------------------------------------------
 t=$(now)
@@ -243,16 +244,10 @@ else
     bad "watt fleet sim did not run the installed default day"
 fi
 
-# The agent with no config file: built-in defaults, loopback. /run/watt is
-# what the unit's RuntimeDirectory= makes (its control socket).
-if [ -e "$R/etc/watt/agent.ini" ]; then
-    bad "/etc/watt/agent.ini exists after install: the no-config start is not tested"
-fi
-mkdir -p -m 0700 "$R/run/watt"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-in_root watt agent --listen "127.0.0.1:$port" >"$WORK/agent.out" 2>"$WORK/agent.err" &
-AGENT_PID=$!
-metrics=$(python3 - "$port" "$AGENT_PID" <<'EOF'
+# wait_metrics PORT PID: the number of watt_ samples once /metrics answers;
+# nothing (status 1) when PID exited first or nothing answered in 60 s.
+wait_metrics() {
+    python3 - "$1" "$2" <<'EOF'
 import os, sys, time, urllib.request
 port, pid = sys.argv[1], int(sys.argv[2])
 # Not a timed assertion: a start that has not answered in 60 s, or an
@@ -273,7 +268,21 @@ for _ in range(600):
     time.sleep(0.1)
 sys.exit(1)
 EOF
-)
+}
+
+# The agent with no config file: built-in defaults, loopback. /run/watt is
+# what the unit's RuntimeDirectory= makes (its control socket).
+if [ -e "$R/etc/watt/agent.ini" ]; then
+    bad "/etc/watt/agent.ini exists after install: the no-config start is not tested"
+fi
+mkdir -p -m 0700 "$R/run/watt"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# chroot itself, not in_root: with &, a function runs in a subshell whose
+# kill would leave the agent running; chroot, env, setpriv and unit_seccomp
+# each exec the next, so $! is the agent
+chroot "$R" "${ROOT_ENV[@]}" watt agent --listen "127.0.0.1:$port" >"$WORK/agent.out" 2>"$WORK/agent.err" &
+AGENT_PID=$!
+metrics=$(wait_metrics "$port" "$AGENT_PID")
 if [ -n "$metrics" ]; then
     ok "watt agent with no config answers /metrics on 127.0.0.1:$port ($metrics watt_ samples)"
 else
@@ -283,6 +292,44 @@ fi
 kill "$AGENT_PID" 2>/dev/null
 wait "$AGENT_PID" 2>/dev/null
 AGENT_PID=
+
+# The installed unit's own ExecStart, run in the root under the installed
+# unit's SystemCallFilter=, SystemCallErrorNumber=, RestrictAddressFamilies=
+# and MemoryDenyWriteExecute= (emulated with libseccomp by
+# tests/helpers/unit_seccomp, groups expanded by the root's own
+# systemd-analyze: PID 1 is not systemd here) and its capability bounding
+# set (setpriv). Only --listen is added, for a free port.
+SECCOMP=${WATT_UNIT_SECCOMP:-build/tests/helpers/unit_seccomp}
+unit=/lib/systemd/system/watt-agent.service
+if [ ! -x "$SECCOMP" ]; then
+    bad "$SECCOMP is not built: the unit's filter cannot be applied (ninja -C build)"
+elif [ ! -e "$R$unit" ]; then
+    missing "$unit is not installed"
+else
+    cp "$SECCOMP" "$R/tmp/unit_seccomp"
+    read -r -a exec_start < <(sed -n 's/^ExecStart=[-@:+!]*//p' "$R$unit" | tail -n 1)
+    caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$R$unit" | tail -n 1)
+    capspec=-all
+    for c in $caps; do
+        c=${c,,}
+        capspec+=",+${c#cap_}"
+    done
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    chroot "$R" "${ROOT_ENV[@]}" setpriv --bounding-set "$capspec" /tmp/unit_seccomp "$unit" -- \
+        "${exec_start[@]}" --listen "127.0.0.1:$port" >"$WORK/unit.out" 2>"$WORK/unit.err" &
+    AGENT_PID=$!
+    metrics=$(wait_metrics "$port" "$AGENT_PID")
+    if [ -n "$metrics" ]; then
+        filt=$(grep -m1 '^unit_seccomp: allow-list' "$WORK/unit.err" || true)
+        ok "the unit's ExecStart (${exec_start[*]}) under its own filter answers /metrics ($metrics watt_ samples; ${filt#unit_seccomp: })"
+    else
+        sed 's/^/    | /' "$WORK/unit.err" | tail -n 10
+        bad "the unit's ExecStart under its own filter did not answer /metrics"
+    fi
+    kill "$AGENT_PID" 2>/dev/null
+    wait "$AGENT_PID" 2>/dev/null
+    AGENT_PID=
+fi
 
 # Every unit the packages install; a template is verified as an instance.
 units=$(in_root dpkg -L watt watt-fleet | grep -E '/systemd/system/[^/]+\.(service|socket|timer|path)$')
