@@ -327,7 +327,8 @@ def test_fleet_real(tmp):
     cfg = ["--config", ini]
     plan = run_json("fleet plan (fake fleet)", ["fleet", "plan", *cfg, "--json", "--sample", "1"],
                     "watt-fleet-plan/1")
-    p = subprocess.run([WATT, "fleet", "run", *cfg, "--ticks", "2", "--json"],
+    prom = os.path.join(tmp, "fleet.prom")
+    p = subprocess.run([WATT, "fleet", "run", *cfg, "--ticks", "2", "--json", "--metrics", prom],
                        capture_output=True, text=True, env=ENV, timeout=120)
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
     check(p.returncode == 0 and len(lines) == 2,
@@ -352,6 +353,52 @@ def test_fleet_real(tmp):
                   "watt-fleet-host-list/1")
     check(ls is not None and len(ls["domains"]) > 0,
           f"fleet host h2 list: the VMs migrated there ({ls and len(ls['domains'])})")
+    agent_serves_fleet_metrics(tmp, prom)
+
+
+def agent_serves_fleet_metrics(tmp, prom):
+    """The metrics file the real controller wrote, as the agent serves it:
+    checked and kept (watt_agent_fleet_metrics_up 1) in OpenMetrics, whose
+    rules are stricter than the text format's (docs/agent-metrics.md)."""
+    if not os.path.exists(prom):
+        check(False, f"fleet run --metrics: {prom} was not written")
+        return
+    root = copy_fixture(FIXTURES, "intel-2s", os.path.join(tmp, "agent-root"))
+    ini = os.path.join(tmp, "agent.ini")
+    with open(ini, "w") as f:
+        f.write(f"[agent]\nfleet_metrics = {prom}\nwakeups = off\n")
+    port = free_port()
+    p = subprocess.Popen([WATT, "agent", "--config", ini, "--root", root, "--listen",
+                          f"127.0.0.1:{port}", "--interval", "60",
+                          "--control", os.path.join(tmp, "fm.sock")], env=ENV,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    body = b""
+    try:
+        for _ in range(200):
+            if p.poll() is not None:
+                break
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+                    c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                              b"Accept: application/openmetrics-text; version=1.0.0\r\n\r\n")
+                    data = b""
+                    while chunk := c.recv(65536):
+                        data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                if head.split(b" ")[1:2] == [b"200"]:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+    finally:
+        stop(p)
+    text = body.decode(errors="replace")
+    lines = text.rstrip("\n").splitlines()
+    check("watt_agent_fleet_metrics_up 1" in lines and lines[-1:] == ["# EOF"] and
+          any(ln.startswith("watt_fleet_hosts{") for ln in lines),
+          "the controller's --metrics file is served by the agent in OpenMetrics "
+          f"(fleet_metrics_up 1, watt_fleet_hosts, # EOF last; "
+          f"{sum(ln.startswith('watt_fleet_') for ln in lines)} watt_fleet_ samples)")
 
 
 # ---- the source: every marker has its schema -------------------------------------------
