@@ -226,7 +226,20 @@ int pack_decide(const struct pack_input *in, const struct cpuset *current, doubl
         a = PACK_REPLAN;
     else if (want.ncpus > c)
         a = PACK_GROW;
-    if (a != PACK_KEEP) {
+    if (a == PACK_GROW) {
+        *ret_action = a;
+        *ret_next = want;
+        return 0;
+    }
+    if (a == PACK_REPLAN) {
+        /* no shrink hidden in a replan: at least as many CPUs as the
+         * current set still has usable */
+        unsigned usable = 0;
+        for (unsigned i = 0; i < want.norder; i++)
+            usable += cpuset_has(current, (unsigned)want.order[i]);
+        pack_plan_free(&want);
+        if ((r = build(in, in->demand_cpus * (1.0 + in->headroom), usable, &want)) < 0)
+            return r;
         *ret_action = a;
         *ret_next = want;
         return 0;

@@ -62,7 +62,9 @@ void pack_plan_free(struct pack_plan *p);
  * not grow again); KEEP otherwise. REPLAN when the current set is not a
  * plan of this topology any more: it holds a CPU that is offline,
  * excluded or unknown, or is not the growth order's prefix (a CPU went
- * offline, the excluded set changed). */
+ * offline, the excluded set changed); the replanned set is the plan for
+ * the demand but never smaller than what is left usable of the current
+ * one, so a replan never hides a shrink. */
 enum pack_action { PACK_KEEP, PACK_GROW, PACK_SHRINK, PACK_REPLAN };
 
 /* CURRENT is the set in force (NULL or empty: nothing packed yet, which
