@@ -30,6 +30,11 @@ static int cmp_int(int a, int b)
     return (a > b) - (a < b);
 }
 
+static int cmp_int_p(const void *a, const void *b)
+{
+    return cmp_int(*(const int *)a, *(const int *)b);
+}
+
 /* Growth order: package rank, clean cores before tainted ones, die, core,
  * then CPU id (a core's siblings end up next to each other). */
 static int cmp_growth(const void *pa, const void *pb)
@@ -43,6 +48,42 @@ static int cmp_growth(const void *pa, const void *pb)
     if (!r)
         r = cmp_int(a->core, b->core);
     return r ? r : cmp_int(a->cpu, b->cpu);
+}
+
+/* Physical order: package, die, core, CPU id; a core's CPUs, and a
+ * package's, are then next to each other. */
+static int cmp_physical(const void *pa, const void *pb)
+{
+    const struct slot *a = pa, *b = pb;
+    int r = cmp_int(a->package, b->package);
+    if (!r)
+        r = cmp_int(a->die, b->die);
+    if (!r)
+        r = cmp_int(a->core, b->core);
+    return r ? r : cmp_int(a->cpu, b->cpu);
+}
+
+/* Ranks packages and marks tainted cores over the physical order: each
+ * core and package is one run of slots, so this is linear after a sort. */
+static void mark_runs(const struct topology *t, struct slot *s, unsigned n)
+{
+    qsort(s, n, sizeof(*s), cmp_physical);
+    for (unsigned i = 0, pkg_end; i < n; i = pkg_end) {
+        bool pkg_excl = false;
+        for (pkg_end = i; pkg_end < n && s[pkg_end].package == s[i].package; pkg_end++)
+            pkg_excl |= s[pkg_end].excluded;
+        int idx = topology_package_index(t, s[i].package);
+        unsigned rank = idx < 0 ? t->npackages : (unsigned)idx;
+        for (unsigned j = i, core_end; j < pkg_end; j = core_end) {
+            bool tainted = false;
+            for (core_end = j; core_end < pkg_end && same_core(&s[core_end], &s[j]); core_end++)
+                tainted |= s[core_end].excluded;
+            for (unsigned k = j; k < core_end; k++) {
+                s[k].tainted = tainted;
+                s[k].pkg_rank = pkg_excl ? rank : t->npackages + 1 + rank;
+            }
+        }
+    }
 }
 
 /* Every online CPU with a known package, keys filled in. */
@@ -61,21 +102,7 @@ static struct slot *collect(const struct pack_input *in, unsigned *ret_n)
                                .core = c->core,
                                .excluded = is_excluded(in, i)};
     }
-    /* a package (core) holding an excluded CPU: O(n²) over online CPUs,
-     * a few ms at 8192, nothing at the sizes servers have */
-    for (unsigned i = 0; i < n; i++) {
-        bool pkg_excl = false;
-        for (unsigned j = 0; j < n; j++) {
-            if (!s[j].excluded || s[j].package != s[i].package)
-                continue;
-            pkg_excl = true;
-            if (same_core(&s[i], &s[j]))
-                s[i].tainted = true;
-        }
-        int idx = topology_package_index(t, s[i].package);
-        unsigned rank = idx < 0 ? t->npackages : (unsigned)idx;
-        s[i].pkg_rank = pkg_excl ? rank : t->npackages + 1 + rank;
-    }
+    mark_runs(t, s, n);
     *ret_n = n;
     return s;
 }
@@ -99,37 +126,32 @@ static void growth_order(struct slot *s, unsigned n, struct pack_plan *p)
         p->core_end[p->ncore_steps++] = p->norder;
 }
 
-/* Cores and packages with no packed and no excluded CPU. */
-static void idle_units(const struct pack_input *in, struct pack_plan *p)
+/* Cores and packages with no packed and no excluded CPU, over the slots in
+ * growth order (a core's and a package's slots are still runs there). */
+static void idle_units(const struct topology *t, const struct slot *s, unsigned n,
+                       struct pack_plan *p)
 {
-    const struct topology *t = in->topo;
-    for (unsigned i = 0; i < t->ncpu; i++) {
-        const struct topo_cpu *c = &t->cpu[i];
-        if (!c->online || c->package < 0)
-            continue;
-        bool busy = false, lead = true;
-        for (unsigned j = 0; j < t->ncpu && !busy; j++) {
-            const struct topo_cpu *o = &t->cpu[j];
-            if (!o->online || o->package != c->package || o->die != c->die || o->core != c->core)
-                continue;
-            busy = cpuset_has(&p->cpus, j) || is_excluded(in, j);
-            if (j < i)
-                lead = false;
-        }
-        if (busy)
-            continue;
-        cpuset_add(&p->idle_cores, i);
-        p->nidle_cores += lead;
-    }
     p->idle_packages = xcalloc(t->npackages ? t->npackages : 1, sizeof(int));
-    for (unsigned k = 0; k < t->npackages; k++) {
-        bool busy = false;
-        for (unsigned i = 0; i < t->ncpu && !busy; i++)
-            busy = t->cpu[i].online && t->cpu[i].package == t->package_ids[k] &&
-                   (cpuset_has(&p->cpus, i) || is_excluded(in, i));
-        if (!busy)
-            p->idle_packages[p->nidle_packages++] = t->package_ids[k];
+    for (unsigned i = 0, pkg_end; i < n; i = pkg_end) {
+        bool pkg_busy = false;
+        for (pkg_end = i; pkg_end < n && s[pkg_end].package == s[i].package; pkg_end++)
+            ;
+        for (unsigned j = i, core_end; j < pkg_end; j = core_end) {
+            bool busy = false;
+            for (core_end = j; core_end < pkg_end && same_core(&s[core_end], &s[j]); core_end++)
+                busy |= s[core_end].excluded || cpuset_has(&p->cpus, (unsigned)s[core_end].cpu);
+            pkg_busy |= busy;
+            if (busy)
+                continue;
+            for (unsigned k = j; k < core_end; k++)
+                cpuset_add(&p->idle_cores, (unsigned)s[k].cpu);
+            p->nidle_cores++;
+        }
+        if (!pkg_busy && p->nidle_packages < t->npackages)
+            p->idle_packages[p->nidle_packages++] = s[i].package;
     }
+    /* growth order ranks packages; the list is by rising id */
+    qsort(p->idle_packages, p->nidle_packages, sizeof(int), cmp_int_p);
 }
 
 static unsigned umax(unsigned a, unsigned b)
@@ -153,8 +175,8 @@ static int build(const struct pack_input *in, double target, unsigned at_least,
     unsigned n;
     struct slot *s = collect(in, &n);
     growth_order(s, n, &p);
-    free(s);
     if (p.norder == 0) {
+        free(s);
         pack_plan_free(&p);
         return -ENOSPC;
     }
@@ -170,7 +192,8 @@ static int build(const struct pack_input *in, double target, unsigned at_least,
     }
     for (unsigned i = 0; i < p.ncpus; i++)
         cpuset_add(&p.cpus, (unsigned)p.order[i]);
-    idle_units(in, &p);
+    idle_units(in->topo, s, n, &p);
+    free(s);
     *ret = p;
     return 0;
 }

@@ -355,6 +355,45 @@ static void test_hysteresis(void **state)
     topology_free(&t);
 }
 
+/* Seeded random exclusions and demands on big-384: every plan keeps the
+ * invariants plan() checks, a larger demand's set contains a smaller
+ * one's (growth only adds CPUs), and no package counted idle holds a
+ * packed or excluded CPU. */
+static void test_random_invariants(void **state)
+{
+    (void)state;
+    struct topology t;
+    read_fixture("big-384", &t);
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int round = 0; round < 100; round++) {
+        struct cpuset excl = {0};
+        for (int k = 0; k < round % 20; k++) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            cpuset_add(&excl, (unsigned)((x >> 33) % 384));
+        }
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        double d1 = (double)((x >> 33) % 40000) / 100.0, d2 = d1 * 0.5;
+        struct pack_plan big = plan(&t, &excl, d1, 0.25, 1);
+        struct pack_plan small = plan(&t, &excl, d2, 0.25, 1);
+        CPUSET_FOREACH (cpu, &small.cpus)
+            assert_true(cpuset_has(&big.cpus, (unsigned)cpu));
+        for (unsigned k = 0; k < big.nidle_packages; k++)
+            for (unsigned c = 0; c < t.ncpu; c++)
+                if (t.cpu[c].online && t.cpu[c].package == big.idle_packages[k])
+                    assert_false(cpuset_has(&big.cpus, c) || cpuset_has(&excl, c));
+        assert_int_equal(big.norder + cpuset_count(&excl) -
+                             (cpuset_has(&excl, 376) + cpuset_has(&excl, 377) +
+                              cpuset_has(&excl, 378) + cpuset_has(&excl, 379) +
+                              cpuset_has(&excl, 380) + cpuset_has(&excl, 381) +
+                              cpuset_has(&excl, 382) + cpuset_has(&excl, 383)),
+                         376);
+        pack_plan_free(&big);
+        pack_plan_free(&small);
+        cpuset_free(&excl);
+    }
+    topology_free(&t);
+}
+
 /* ---- host/isolation.c ---- */
 
 static void test_cpulist_grammar(void **state)
@@ -466,13 +505,21 @@ static void test_isolation_read(void **state)
 
 int main(void)
 {
+    // clang-format off
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_intel_2s),        cmocka_unit_test(test_intel_2s_isolated),
-        cmocka_unit_test(test_amd_epyc),        cmocka_unit_test(test_big_384),
-        cmocka_unit_test(test_smt_off_offline), cmocka_unit_test(test_demand_zero_and_min),
-        cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_hysteresis),
-        cmocka_unit_test(test_cpulist_grammar), cmocka_unit_test(test_cmdline),
+        cmocka_unit_test(test_intel_2s),
+        cmocka_unit_test(test_intel_2s_isolated),
+        cmocka_unit_test(test_amd_epyc),
+        cmocka_unit_test(test_big_384),
+        cmocka_unit_test(test_smt_off_offline),
+        cmocka_unit_test(test_demand_zero_and_min),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_hysteresis),
+        cmocka_unit_test(test_random_invariants),
+        cmocka_unit_test(test_cpulist_grammar),
+        cmocka_unit_test(test_cmdline),
         cmocka_unit_test(test_isolation_read),
     };
+    // clang-format on
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
