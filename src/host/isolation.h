@@ -8,7 +8,9 @@
  *  - sys/devices/system/cpu/nohz_full: tick_nohz_full_mask; the file
  *    exists only with CONFIG_NO_HZ_FULL, and where no nohz_full= was given
  *    a kernel with CONFIG_CPUMASK_OFFSTACK prints "(null)" (the mask was
- *    never allocated), read here as empty;
+ *    never allocated; LKML 2025-10-06 "tick/nohz: avoid showing '(null)'
+ *    if nohz_full= not set" makes later kernels print an empty line),
+ *    both read here as empty;
  *  - /proc/cmdline: every isolcpus= (whatever its flags: nohz, domain,
  *    managed_irq all mean "reserved") and nohz_full= on it, in the
  *    kernel's cpu-list grammar (Documentation/admin-guide/
