@@ -18,14 +18,15 @@ static void meminfo_line(const char *p, const char *e, int node, struct memory_n
         return;
     memcpy(line, p, n);
     line[n] = '\0';
-    int nd;
-    char field[48];
-    unsigned long long v;
-    char unit[8] = "";
-    /* drivers/base/node.c: "Node %d MemTotal:       %8lu kB\n" */
-    if (sscanf(line, "Node %d %47[^: ]: %llu %7s", &nd, field, &v, unit) < 3 || nd != node)
+    int nd, pos = 0;
+    char field[48], num[24], unit[8], extra[2];
+    /* drivers/base/node.c: "Node %d MemTotal:       %8lu kB\n". The
+     * number is checked as digits: sscanf's %llu would take "-5". */
+    if (sscanf(line, "Node %d %47[^: ]:%n", &nd, field, &pos) < 2 || !pos || nd != node)
         return;
-    if (strcmp(unit, "kB") != 0)
+    uint64_t v;
+    if (sscanf(line + pos, "%23s %7s %1s", num, unit, extra) != 2 || !str_all_digits(num) ||
+        parse_u64(num, &v) < 0 || strcmp(unit, "kB") != 0)
         return;
     if (strcmp(field, "MemTotal") == 0)
         ret->total_kb = v;
@@ -37,8 +38,8 @@ static void meminfo_line(const char *p, const char *e, int node, struct memory_n
 
 int memory_meminfo_parse(const char *text, size_t len, int node, struct memory_node *ret)
 {
-    uint64_t total = MEMORY_NONE, free_kb = MEMORY_NONE, used = MEMORY_NONE;
-    struct memory_node tmp = {.total_kb = total, .free_kb = free_kb, .used_kb = used};
+    struct memory_node tmp = {
+        .total_kb = MEMORY_NONE, .free_kb = MEMORY_NONE, .used_kb = MEMORY_NONE};
     const char *p = text, *end = text + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
