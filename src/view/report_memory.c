@@ -9,7 +9,7 @@
 #include "base/util.h"
 #include "sense/memory.h"
 #include "sense/procstat.h"
-#include "view/report.h"
+#include "view/report_memory.h"
 
 /* A CPU busier than this over the interval (% of its time, /proc/stat
  * ticks) keeps its node from counting as idle. */
@@ -46,6 +46,17 @@ static void dram_share(const struct report_ctx *c, struct dram_share *ret)
         ret->absent = "no measured node power to compare with";
     else if (ret->node_w > 0)
         ret->pct = 100.0 * ret->dram_w / ret->node_w;
+}
+
+double report_dram_share(const struct report_ctx *c, double *ret_dram_w, double *ret_node_w,
+                         const char **ret_why)
+{
+    struct dram_share ds;
+    dram_share(c, &ds);
+    *ret_dram_w = ds.dram_w;
+    *ret_node_w = ds.node_w;
+    *ret_why = ds.absent;
+    return ds.pct;
 }
 
 /* The busiest of the node's CPUs over the interval, in %; NaN when none
