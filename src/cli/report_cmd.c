@@ -14,6 +14,7 @@
 #include "config.h"
 #include "sense/clock.h"
 #include "sense/devpolicy.h"
+#include "sense/memory.h"
 #include "tune/profile.h"
 #include "view/report.h"
 #include "view/report_power.h"
@@ -209,6 +210,10 @@ int verb_report(int argc, char **argv)
         .diags = &diags,
         .devpolicy = pol,
     };
+    /* Node memory and DIMMs: levels and static facts, read once here. */
+    struct memory_info mem;
+    if (memory_read(h, &mem) == 0)
+        c.memory = &mem;
     struct power_summary ps;
     report_power_build(&c, &model, &ps);
     c.power = &ps;
@@ -244,6 +249,8 @@ int verb_report(int argc, char **argv)
         strbuf_free(&out);
     }
     power_summary_free(&ps);
+    if (c.memory)
+        memory_info_free(&mem);
     if (frame)
         top_frame_free(frame);
     top_collector_close(top);

@@ -11,6 +11,7 @@
 #include "sense/sampler.h"
 
 struct devpolicy;
+struct memory_info;
 struct top_frame;
 
 #define REPORT_WIDTH 100
@@ -37,6 +38,10 @@ struct report_ctx {
      * the current read alone). Unset: a's devices when there is a b. */
     bool dev_prev_set;
     const struct devices_sample *dev_prev;
+    /* NUMA node memory and EDAC DIMMs (sense/memory.h), read once by the
+     * caller after the samples; NULL: not read (the memory section says
+     * so). */
+    const struct memory_info *memory;
 };
 
 /* The devices sample c's device judgements compare the current one with. */
@@ -52,6 +57,7 @@ struct report_section {
 /* Sections, in report order; each in its own report_*.c. */
 extern const struct report_section report_section_host;
 extern const struct report_section report_section_power;
+extern const struct report_section report_section_memory;
 extern const struct report_section report_section_cstates;
 extern const struct report_section report_section_frequency;
 extern const struct report_section report_section_utilisation;

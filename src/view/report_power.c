@@ -2,6 +2,7 @@
  * (measured, and by what; or estimated, and by which model), and the
  * facility view (IT watts x PUE). */
 #include "view/report_power.h"
+#include "view/report_memory.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -98,6 +99,9 @@ static void power_json(const struct report_ctx *c, struct json *j)
     json_kv_string(j, "coverage", ps->coverage);
     json_kv_double(j, "it_w", ps->it_w);
     json_kv_double(j, "estimated_w", ps->estimated_w);
+    double dram_w, node_w;
+    const char *why;
+    json_kv_double(j, "dram_share_pct", report_dram_share(c, &dram_w, &node_w, &why));
     json_key(j, "facility");
     json_object_begin(j);
     json_kv_double(j, "pue", ps->pue);
@@ -178,6 +182,12 @@ static void node_text(const struct report_ctx *c, struct strbuf *out)
 static void power_text(const struct report_ctx *c, struct strbuf *out)
 {
     node_text(c, out);
+    double dram_w, node_w;
+    const char *why;
+    double share = report_dram_share(c, &dram_w, &node_w, &why);
+    if (!isnan(share))
+        strbuf_appendf(out, "  DRAM (RAPL): %.1f W, %.1f %% of the node's %.1f W (%s)\n", dram_w,
+                       share, node_w, c->power->source);
     if (c->power->readings.n)
         channels_text(c->power, out);
 }
