@@ -12,6 +12,7 @@
 #include "sense/cstate_pmu.h"
 #include "sense/rapl.h"
 #include "sense/sample.h"
+#include "sense/sampler.h"
 
 #define PMU_DIR "bus/event_source/devices/"
 
@@ -275,4 +276,83 @@ const struct cstate_pmu_unit *cstate_pmu_find_unit(const struct cstate_pmu *p, i
             return &p->units[i];
         }
     return NULL;
+}
+
+/* ---- the sampler ---- */
+
+static int cstate_probe(struct host *h, void **ret_state, char **ret_reason)
+{
+    struct cstate_pmu_state *st = xcalloc(1, sizeof(*st));
+    cstate_pmu_discover(h, st);
+    if (st->why_missing) {
+        *ret_reason = xstrdup(st->why_missing);
+        cstate_pmu_state_free(st);
+        free(st);
+        return 0;
+    }
+    *ret_state = st;
+    return 1;
+}
+
+static void copy_pmu(const struct cstate_pmu *p, struct cstate_pmu_reading *r)
+{
+    r->pmu = *p;
+    r->pmu.units = xcalloc(p->nunits + 1, sizeof(*p->units));
+    if (p->nunits)
+        memcpy(r->pmu.units, p->units, p->nunits * sizeof(*p->units));
+    r->pmu.why = p->why ? xstrdup(p->why) : NULL;
+}
+
+static int cstate_collect(struct host *h, void *state, struct sample *s)
+{
+    (void)h;
+    const struct cstate_pmu_state *st = state;
+    struct cstate_pmu_sample *c = xcalloc(1, sizeof(*c));
+    for (unsigned i = 0; i < _CSTATE_PMU_MAX; i++) {
+        if (!st->pmu[i].present)
+            continue;
+        copy_pmu(&st->pmu[i], &c->r[i]);
+        cstate_pmu_read(&st->pmu[i], &c->r[i].counts); /* -ENOTSUP: why is set */
+    }
+    s->cstate_pmu = c;
+    return 0;
+}
+
+static void cstate_free_sample(struct sample *s)
+{
+    if (!s->cstate_pmu)
+        return;
+    for (unsigned i = 0; i < _CSTATE_PMU_MAX; i++) {
+        free(s->cstate_pmu->r[i].pmu.units);
+        free(s->cstate_pmu->r[i].pmu.why);
+        cstate_pmu_counts_free(&s->cstate_pmu->r[i].counts);
+    }
+    free(s->cstate_pmu);
+    s->cstate_pmu = NULL;
+}
+
+static void cstate_free_state(void *state)
+{
+    cstate_pmu_state_free(state);
+    free(state);
+}
+
+const struct sampler cstate_pmu_sampler = {
+    .name = "cstate",
+    .probe = cstate_probe,
+    .collect = cstate_collect,
+    .free_sample = cstate_free_sample,
+    .free_state = cstate_free_state,
+};
+
+int cstate_pmu_reading_residency(const struct cstate_pmu_reading *x,
+                                 const struct cstate_pmu_reading *y, unsigned i, unsigned k,
+                                 double *ret_fraction)
+{
+    const struct cstate_pmu_counts *a = &x->counts, *b = &y->counts;
+    if (!a->nunits || a->nunits != b->nunits || a->nevents != b->nevents || i >= b->nunits ||
+        k >= b->nevents)
+        return -ENODATA;
+    size_t at = (size_t)i * b->nevents + k;
+    return cstate_pmu_residency(a->counts[at], b->counts[at], a->tsc[i], b->tsc[i], ret_fraction);
 }

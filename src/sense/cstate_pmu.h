@@ -71,6 +71,28 @@ struct cstate_pmu_counts {
     uint64_t *tsc;    /* nunits, owned */
 };
 
+/* What a sample holds: each PMU as discovered (units copied, their fds
+ * not to be used) and, on the live kernel, one reading of its counters
+ * (counts.nunits 0 when not read: why says why). */
+struct cstate_pmu_reading {
+    struct cstate_pmu pmu; /* units and why owned by the reading */
+    struct cstate_pmu_counts counts;
+};
+
+struct cstate_pmu_sample {
+    struct cstate_pmu_reading r[_CSTATE_PMU_MAX];
+};
+
+struct sampler;
+extern const struct sampler cstate_pmu_sampler;
+
+/* The share of the interval unit I of reading Y spent in event K, from
+ * the readings X (earlier) and Y: -ENODATA where either was not read,
+ * else cstate_pmu_residency's answer. */
+int cstate_pmu_reading_residency(const struct cstate_pmu_reading *x,
+                                 const struct cstate_pmu_reading *y, unsigned i, unsigned k,
+                                 double *ret_fraction);
+
 /* "c6-residency" gives state "c6", number 6; anything else -EINVAL (the
  * directory holds nothing else today, but a future ".scale" is skipped). */
 int cstate_pmu_parse_event_name(const char *file, char ret_state[8], unsigned *ret_number);

@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "sense/cstate_pmu.h"
 #include "sense/sample.h"
+#include "sense/sampler.h"
 #include "tree.h"
 
 #define DEV "sys/bus/event_source/devices/"
@@ -72,6 +73,34 @@ static void test_residency(void **unused)
     assert_int_equal(cstate_pmu_residency(1, 2, t0, t0, &f), -EINVAL);
     assert_int_equal(cstate_pmu_residency(VAL_NONE, 2, t0, t1, &f), -EINVAL);
     assert_int_equal(cstate_pmu_residency(1, 2, t0, VAL_NONE, &f), -EINVAL);
+}
+
+/* Two readings of a 2-package cstate_pkg (pc2, pc6) taken 0.5 s apart at
+ * a 2.4 GHz TSC, as the sampler stores them: package 0 spent 10 % in PC2
+ * and 80 % in PC6, package 1 never left PC0 (its counts did not move). */
+static void test_readings(void **unused)
+{
+    (void)unused;
+    uint64_t c0[] = {1000, 900000000000ull, 5, 7}, t0[] = {77000000000ull, 77000000100ull};
+    uint64_t c1[] = {1000 + 120000000, 900000000000ull + 960000000, 5, 7};
+    uint64_t t1[] = {t0[0] + 1200000000, t0[1] + 1200000000};
+    struct cstate_pmu_reading x = {.counts = {.nunits = 2, .nevents = 2, .counts = c0, .tsc = t0}};
+    struct cstate_pmu_reading y = {.counts = {.nunits = 2, .nevents = 2, .counts = c1, .tsc = t1}};
+    double f;
+    assert_int_equal(cstate_pmu_reading_residency(&x, &y, 0, 0, &f), 0);
+    assert_near(f, 0.10, 1e-12);
+    assert_int_equal(cstate_pmu_reading_residency(&x, &y, 0, 1, &f), 0);
+    assert_near(f, 0.80, 1e-12);
+    assert_int_equal(cstate_pmu_reading_residency(&x, &y, 1, 1, &f), 0);
+    assert_near(f, 0.0, 0);
+    /* out of range, or a reading that was not taken (a recorded root) */
+    assert_int_equal(cstate_pmu_reading_residency(&x, &y, 2, 0, &f), -ENODATA);
+    assert_int_equal(cstate_pmu_reading_residency(&x, &y, 0, 2, &f), -ENODATA);
+    struct cstate_pmu_reading none = {0};
+    assert_int_equal(cstate_pmu_reading_residency(&none, &y, 0, 0, &f), -ENODATA);
+    /* a unit whose count went backwards (its PMU reloaded in between) */
+    c1[2] = 4;
+    assert_int_equal(cstate_pmu_reading_residency(&x, &y, 1, 0, &f), -ERANGE);
 }
 
 static struct host *open_root(const char *root)
@@ -134,6 +163,24 @@ static void test_intel_2s(void **unused)
     }
     cstate_pmu_state_free(&st);
     cstate_pmu_state_free(&st); /* idempotent */
+
+    /* the sampler: usable (the PMUs are described), a sample that copies
+     * them and holds no reading, so the report says why */
+    void *state = NULL;
+    char *why = NULL;
+    assert_int_equal(cstate_pmu_sampler.probe(h, &state, &why), 1);
+    assert_null(why);
+    struct sample s = {0};
+    assert_int_equal(cstate_pmu_sampler.collect(h, state, &s), 0);
+    assert_non_null(s.cstate_pmu);
+    const struct cstate_pmu_reading *r = &s.cstate_pmu->r[CSTATE_PMU_PKG];
+    assert_int_equal(r->pmu.nunits, 2);
+    assert_int_equal(r->pmu.units[1].package, 1);
+    assert_int_equal(r->counts.nunits, 0);
+    assert_non_null(strstr(r->pmu.why, "needs the live kernel"));
+    cstate_pmu_sampler.free_sample(&s);
+    assert_null(s.cstate_pmu);
+    cstate_pmu_sampler.free_state(state);
     host_close(h);
 }
 
@@ -161,6 +208,12 @@ static void test_missing(void **unused)
     assert_false(st.pmu[CSTATE_PMU_CORE].present);
     assert_false(st.pmu[CSTATE_PMU_PKG].present);
     cstate_pmu_state_free(&st);
+    void *state = NULL;
+    char *why = NULL;
+    assert_int_equal(cstate_pmu_sampler.probe(h, &state, &why), 0);
+    assert_null(state);
+    assert_non_null(strstr(why, "does not load under a hypervisor"));
+    free(why);
     host_close(h);
     tree_free(root);
 }
@@ -224,9 +277,10 @@ static void test_broken(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_event_names),   cmocka_unit_test(test_residency),
-        cmocka_unit_test(test_intel_2s),      cmocka_unit_test(test_missing),
-        cmocka_unit_test(test_die_and_order), cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_event_names), cmocka_unit_test(test_residency),
+        cmocka_unit_test(test_readings),    cmocka_unit_test(test_intel_2s),
+        cmocka_unit_test(test_missing),     cmocka_unit_test(test_die_and_order),
+        cmocka_unit_test(test_broken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
