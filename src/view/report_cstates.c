@@ -290,6 +290,7 @@ static void cstates_text(const struct report_ctx *c, struct strbuf *out)
     const char *why = report_unavailable(c, SAMPLER_CPUIDLE);
     if (!ci || !ci->ncpus) {
         strbuf_appendf(out, "  not available: %s\n", why ? why : "no CPU has cpuidle states");
+        report_cstate_pmu_text(c, out); /* the hardware's view needs no cpuidle */
         return;
     }
     strbuf_appendf(out, "  driver %s, governor %s\n", ci->driver ? ci->driver : "-",
