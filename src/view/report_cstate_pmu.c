@@ -62,9 +62,15 @@ unsigned report_pkg_pmu(const struct report_ctx *c, int pkg, double *ret_pct,
     const struct cstate_pmu_reading *y = readings(c, CSTATE_PMU_PKG, &x, ret_why);
     if (!y)
         return 0;
-    unsigned i;
+    unsigned i, n = 0;
+    for (unsigned u = 0; u < y->pmu.nunits; u++)
+        n += y->pmu.units[u].package == pkg;
     if (!cstate_pmu_find_unit(&y->pmu, pkg, -1, &i)) {
         *ret_why = "no CPU of this package in the PMU's cpumask";
+        return 0;
+    }
+    if (n > 1) { /* cstate_die: one die's residency is not the package's */
+        *ret_why = "counted per die, not per package: see package_pmu.units";
         return 0;
     }
     if (!unit_pct(x, y, i, ret_pct, ret_why))

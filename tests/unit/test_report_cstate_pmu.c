@@ -128,6 +128,14 @@ static void test_fallbacks(void **unused)
     assert_non_null(strstr(why, "went backwards"));
     assert_int_equal(report_pkg_pmu(&f.c, 1, pct, &p, &why), 2); /* the other is fine */
 
+    /* cstate_die: two dies of package 0, each its own residency */
+    setup_fx(&f);
+    struct cstate_pmu_unit dies[2] = {{.cpu = 0, .package = 0, .core = -1},
+                                      {.cpu = 5, .package = 0, .core = -1}};
+    f.pb.r[CSTATE_PMU_PKG].pmu.units = dies;
+    assert_int_equal(report_pkg_pmu(&f.c, 0, pct, &p, &why), 0);
+    assert_non_null(strstr(why, "counted per die"));
+
     /* no package PMU, only the core one */
     setup_fx(&f);
     f.pb.r[CSTATE_PMU_PKG].pmu.present = false;
