@@ -18,6 +18,7 @@ struct irq_sample;
 struct devices_sample;
 struct latency_sample;
 struct clock_sample;
+struct cstate_pmu_sample;
 
 /* Sentinel for an unsigned value that could not be read. */
 #define VAL_NONE UINT64_MAX
@@ -41,6 +42,7 @@ struct sample {
     struct devices_sample *devices;
     struct latency_sample *latency;
     struct clock_sample *clock;
+    struct cstate_pmu_sample *cstate_pmu;
 };
 
 /* Add a diagnostic for a failed read of a kernel path. */

@@ -35,6 +35,7 @@ enum sampler_id {
     SAMPLER_DEVICES,
     SAMPLER_LATENCY,
     SAMPLER_CLOCK,
+    SAMPLER_CSTATE_PMU,
     _SAMPLER_MAX,
 };
 

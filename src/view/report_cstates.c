@@ -11,6 +11,7 @@
 #include "base/util.h"
 #include "sense/cpuidle.h"
 #include "view/report.h"
+#include "view/report_cstate_pmu.h"
 
 #define MAX_STATES 16
 
@@ -73,8 +74,8 @@ static struct cs_row *compute_rows(const struct report_ctx *c, unsigned *ret_n)
     return rows;
 }
 
-/* Mean of a package's CPUs (a CPU-level view: true package C-states need
- * the cstate_pkg PMU). */
+/* Mean of a package's CPUs (a CPU-level view: the package's own C-states
+ * come from the cstate_pkg PMU, report_cstate_pmu.c). */
 static void package_mean(const struct cs_row *rows, unsigned n, int pkg, struct cs_row *ret)
 {
     *ret = (struct cs_row){.cpu = -1, .package = pkg, .c0_pct = 0, .wakeups_per_s = 0};
@@ -126,9 +127,33 @@ static void states_json(const struct cpuidle_sample *ci, struct json *j)
     json_array_end(j);
 }
 
-static void row_json(const struct cs_row *r, const struct cpuidle_cpu *raw, struct json *j)
+/* A package row's source: "pmu" with the package PMU's residency (in the
+ * order of package_pmu.states) when it measured the package, else "mean
+ * of CPUs" (residency_pct is the mean of the package's CPUs either way). */
+static void source_json(const struct report_ctx *c, int pkg, struct json *j)
+{
+    double pct[CSTATE_PMU_MAX_EVENTS];
+    const struct cstate_pmu *p = NULL;
+    const char *why = NULL;
+    unsigned ne = report_pkg_pmu(c, pkg, pct, &p, &why);
+    json_kv_string(j, "source", ne ? "pmu" : "mean of CPUs");
+    json_key(j, "pmu_residency_pct");
+    if (!ne) {
+        json_null(j);
+        return;
+    }
+    json_array_begin(j);
+    for (unsigned k = 0; k < ne; k++)
+        json_double(j, pct[k]);
+    json_array_end(j);
+}
+
+static void row_json(const struct report_ctx *c, const struct cs_row *r,
+                     const struct cpuidle_cpu *raw, struct json *j)
 {
     json_object_begin(j);
+    if (r->cpu < 0)
+        source_json(c, r->package, j);
     if (r->cpu >= 0)
         json_kv_i64(j, "cpu", r->cpu);
     json_kv_i64(j, "package", r->package);
@@ -172,7 +197,7 @@ static void cstates_json(const struct report_ctx *c, struct json *j)
     json_key(j, "per_cpu");
     json_array_begin(j);
     for (unsigned i = 0; i < n; i++)
-        row_json(&rows[i], &ci->cpus[i], j);
+        row_json(c, &rows[i], &ci->cpus[i], j);
     json_array_end(j);
     json_key(j, "per_package");
     json_array_begin(j);
@@ -180,9 +205,10 @@ static void cstates_json(const struct report_ctx *c, struct json *j)
     for (unsigned p = 0; p < t->npackages; p++) {
         struct cs_row m;
         package_mean(rows, n, t->package_ids[p], &m);
-        row_json(&m, NULL, j);
+        row_json(c, &m, NULL, j);
     }
     json_array_end(j);
+    report_cstate_pmu_json(c, j);
     json_object_end(j);
 }
 
@@ -264,6 +290,7 @@ static void cstates_text(const struct report_ctx *c, struct strbuf *out)
     const char *why = report_unavailable(c, SAMPLER_CPUIDLE);
     if (!ci || !ci->ncpus) {
         strbuf_appendf(out, "  not available: %s\n", why ? why : "no CPU has cpuidle states");
+        report_cstate_pmu_text(c, out); /* the hardware's view needs no cpuidle */
         return;
     }
     strbuf_appendf(out, "  driver %s, governor %s\n", ci->driver ? ci->driver : "-",
@@ -293,6 +320,7 @@ static void cstates_text(const struct report_ctx *c, struct strbuf *out)
     table_render(&t, out, REPORT_WIDTH);
     table_free(&t);
     strbuf_append(out, "  pkgN rows: mean residency of the package's CPUs, total wake-ups\n");
+    report_cstate_pmu_text(c, out);
     if (!per_cpu)
         strbuf_appendf(out, "  (%u CPUs: per-package rows only; --per-cpu for every CPU)\n", n);
 }

@@ -38,6 +38,18 @@ if not meters and not os.path.isdir("/sys/bus/event_source/devices/power"):
     p = r["power"]
     assert p["measured"] is False, p
     assert p["source"].startswith("model"), p["source"]
+# Package C-states: the cstate PMUs where the kernel has them (never in a
+# VM: intel_cstate does not load under a hypervisor), else said so and
+# every package row is the mean of its CPUs.
+dev = "/sys/bus/event_source/devices/"
+pkg_pmu = next((n for n in ("cstate_die", "cstate_pkg") if os.path.isdir(dev + n)), None)
+if r["cstates"] is not None:
+    assert r["cstates"]["package_pmu"]["pmu"] == pkg_pmu, (r["cstates"]["package_pmu"], pkg_pmu)
+    if pkg_pmu is None:
+        assert {p["source"] for p in r["cstates"]["per_package"]} <= {"mean of CPUs"}
+if pkg_pmu is None and not os.path.isdir(dev + "cstate_core"):
+    why = [u["reason"] for u in r["unavailable"] if u["sampler"] == "cstate"]
+    assert why and "no cstate_core or cstate_pkg perf PMU" in why[0], r["unavailable"]
 print("live JSON checks passed")
 PY
 if [ -d /sys/devices/system/cpu/cpu0/cpuidle ]; then
