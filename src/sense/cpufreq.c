@@ -316,6 +316,8 @@ static void read_globals(struct host *h, struct sample *s, struct cpufreq_sample
     cf->no_turbo = global_int(h, s, CPU_DIR "/intel_pstate/no_turbo");
     cf->max_perf_pct = global_int(h, s, CPU_DIR "/intel_pstate/max_perf_pct");
     cf->min_perf_pct = global_int(h, s, CPU_DIR "/intel_pstate/min_perf_pct");
+    cf->turbo_pct = global_int(h, s, CPU_DIR "/intel_pstate/turbo_pct");
+    cf->num_pstates = global_int(h, s, CPU_DIR "/intel_pstate/num_pstates");
     cf->amd_pstate_status = global_str(h, s, CPU_DIR "/amd_pstate/status");
 }
 

@@ -56,6 +56,8 @@ struct cpufreq_sample {
     int no_turbo;              /* intel_pstate/no_turbo: 0/1, -1 absent */
     int max_perf_pct;          /* intel_pstate/max_perf_pct, -1 absent */
     int min_perf_pct;          /* intel_pstate/min_perf_pct, -1 absent */
+    int turbo_pct;             /* intel_pstate/turbo_pct: % of P-states that are turbo, -1 absent */
+    int num_pstates;           /* intel_pstate/num_pstates: turbo max - min ratio + 1, -1 absent */
     char *amd_pstate_status;   /* "active", "passive", "guided"; NULL without amd-pstate */
     const char *msr_source;    /* "perf msr PMU", "msr device"; NULL: see msr_why */
     char *msr_why;             /* why there is no effective frequency; owned */
