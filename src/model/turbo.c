@@ -49,6 +49,9 @@ static void nominal(const struct cpufreq_sample *cf, const struct cpufreq_cpu *c
     if (c->base_khz != VAL_NONE) {
         r->base_mhz = mhz_of(c->base_khz);
         r->base_source = "base_frequency";
+    } else if (c->nom_khz != VAL_NONE) {
+        r->base_mhz = mhz_of(c->nom_khz);
+        r->base_source = "acpi_cppc nominal_freq";
     } else if (is(c->driver, "acpi-cpufreq") && c->hw_max_khz != VAL_NONE) {
         /* ACPI marks Intel's turbo range as a P0 1 MHz above nominal. */
         bool marker = c->hw_max_khz % 10000 == 1000;

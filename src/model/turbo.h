@@ -6,6 +6,7 @@
  *
  * Where each figure comes from, best source first:
  * - base: intel_pstate base_frequency (HWP: the guaranteed frequency);
+ *   else the ACPI _CPC nominal_freq (amd-pstate, cppc_cpufreq);
  *   else acpi-cpufreq's cpuinfo_max_freq, the _PSS P0 (nominal) state,
  *   less the 1 MHz that marks an Intel turbo pseudo-state ("2601 MHz").
  * - max non-turbo: intel_pstate's turbo_pct and num_pstates over the

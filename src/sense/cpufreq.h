@@ -33,6 +33,7 @@ struct cpufreq_cpu {
     uint64_t hw_max_khz; /* cpuinfo_max_freq (includes turbo on intel_pstate) */
     uint64_t hw_cur_khz; /* cpuinfo_cur_freq: root-only, absent on intel_pstate */
     uint64_t base_khz;   /* base_frequency: intel_pstate with HWP only */
+    uint64_t nom_khz;    /* acpi_cppc/nominal_freq (MHz there) x 1000; VAL_NONE absent, 0 */
     char *epp;           /* energy_performance_preference; NULL without EPP */
     char *epp_available; /* energy_performance_available_preferences */
     /* Raw counters (events since the perf counter was opened, or the MSR

@@ -35,6 +35,7 @@ static struct cpufreq_cpu cpu_of(int id, const char *driver, const char *gov, co
         .hw_max_khz = hw_max,
         .hw_cur_khz = VAL_NONE,
         .base_khz = base,
+        .nom_khz = VAL_NONE,
         .aperf = VAL_NONE,
         .mperf = VAL_NONE,
         .tsc = VAL_NONE,
@@ -183,12 +184,38 @@ static void test_acpi_amd(void **state)
     assert_int_equal(h.blockers, 0);
 }
 
+/* amd-pstate-epp on Genoa (6.10: no cpufreq/boost): base is the _CPC
+ * nominal frequency, max turbo cpuinfo_max_freq (highest perf). */
+static void test_amd_pstate(void **state)
+{
+    (void)state;
+    struct cpufreq_cpu c[1] = {
+        cpu_of(0, "amd-pstate-epp", "powersave", "balance_performance", 3688000, VAL_NONE)};
+    c[0].nom_khz = 2400000;
+    struct cpufreq_sample b = sample_of(c, 1);
+    struct cpufreq_mhz mhz[1] = {{0, 3666.3}};
+    b.mhz = mhz;
+    b.nmhz = 1;
+    struct turbo_pkg h;
+    turbo_package(NULL, &b, &topo, 0, &h);
+    NEAR(h.base_mhz, 2400);
+    assert_string_equal(h.base_source, "acpi_cppc nominal_freq");
+    NEAR(h.turbo_mhz, 3688);
+    assert_int_equal(h.boost, -1);
+    assert_int_equal(h.reached, 1);
+    assert_int_equal(h.blockers, 0);
+    /* powersave with EPP "power" blocks; the epp driver has no generic governor */
+    c[0].epp = (char *)"power";
+    turbo_package(NULL, &b, &topo, 0, &h);
+    assert_int_equal(h.blockers, TURBO_BLOCK_EPP_POWER);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonturbo_states), cmocka_unit_test(test_intel_reached),
         cmocka_unit_test(test_intel_blocked),   cmocka_unit_test(test_acpi_intel_marker),
-        cmocka_unit_test(test_acpi_amd),
+        cmocka_unit_test(test_acpi_amd),        cmocka_unit_test(test_amd_pstate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
