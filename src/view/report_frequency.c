@@ -426,15 +426,13 @@ static char *busy_cell(const struct turbo_pkg *h)
     return xasprintf("%.0f / %.0f", h->busy_mean_mhz, h->busy_max_mhz);
 }
 
+/* One line per setting that holds the package below turbo. */
 static void blockers_text(const struct turbo_pkg *h, struct strbuf *out)
 {
-    if (!h->blockers)
-        return;
-    strbuf_appendf(out, "  pkg%d turbo blocked by:", h->package);
-    for (unsigned k = 0, n = 0; k < TURBO_BLOCKERS; k++)
+    for (unsigned k = 0; k < TURBO_BLOCKERS; k++)
         if (h->blockers & turbo_blocker_bit(k))
-            strbuf_appendf(out, "%s %s", n++ ? ";" : "", turbo_blocker_text(turbo_blocker_bit(k)));
-    strbuf_putc(out, '\n');
+            strbuf_appendf(out, "  pkg%d turbo blocked: %s\n", h->package,
+                           turbo_blocker_text(turbo_blocker_bit(k)));
 }
 
 /* Per package: base, max non-turbo, max turbo, the lowest cap, the boost
