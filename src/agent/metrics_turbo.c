@@ -31,7 +31,8 @@ static const struct fam f_reached =
 static const struct fam f_blocked =
     GAUGE("watt_cpu_turbo_blocked", NULL,
           "1 for each setting that holds the package below turbo (reason: no_turbo, boost_off, "
-          "max_freq_cap, max_perf_pct, powersave_epp_power, powersave_governor).");
+          "max_freq_cap, max_perf_pct, powersave_epp_power, powersave_governor, "
+          "policy_boost_off).");
 
 static void pkg_series(struct mw *w, int pkg)
 {

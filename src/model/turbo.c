@@ -141,6 +141,8 @@ static unsigned settings_blockers(const struct cpufreq_sample *cf, const struct 
         bl |= TURBO_BLOCK_NO_TURBO;
     if (cf->boost == 0)
         bl |= TURBO_BLOCK_BOOST_OFF;
+    else if (c->boost == 0) /* per policy, only while the global switch is on */
+        bl |= TURBO_BLOCK_POLICY_BOOST;
     if (cf->max_perf_pct >= 0 && cf->max_perf_pct < 100)
         bl |= TURBO_BLOCK_PERF_PCT;
     double cap = mhz_of(c->max_khz);
@@ -211,6 +213,7 @@ static const struct {
     {TURBO_BLOCK_PERF_PCT, "max_perf_pct", "intel_pstate/max_perf_pct is below 100"},
     {TURBO_BLOCK_EPP_POWER, "powersave_epp_power", "governor powersave with EPP \"power\""},
     {TURBO_BLOCK_GOV_MIN, "powersave_governor", "the powersave governor holds scaling_min_freq"},
+    {TURBO_BLOCK_POLICY_BOOST, "policy_boost_off", "a CPU's cpufreq policy has boost 0"},
 };
 
 unsigned turbo_blocker_bit(unsigned n)

@@ -28,14 +28,15 @@
 
 /* What stops a package from turbo, as bits of turbo_pkg.blockers. */
 enum turbo_blocker {
-    TURBO_BLOCK_NO_TURBO = 1u << 0,  /* intel_pstate/no_turbo = 1 */
-    TURBO_BLOCK_BOOST_OFF = 1u << 1, /* cpufreq/boost = 0 */
-    TURBO_BLOCK_MAX_FREQ = 1u << 2,  /* scaling_max_freq below max turbo (or base) */
-    TURBO_BLOCK_PERF_PCT = 1u << 3,  /* intel_pstate/max_perf_pct < 100 */
-    TURBO_BLOCK_EPP_POWER = 1u << 4, /* governor powersave with EPP "power" */
-    TURBO_BLOCK_GOV_MIN = 1u << 5,   /* the generic powersave governor: min freq */
+    TURBO_BLOCK_NO_TURBO = 1u << 0,     /* intel_pstate/no_turbo = 1 */
+    TURBO_BLOCK_BOOST_OFF = 1u << 1,    /* cpufreq/boost = 0 */
+    TURBO_BLOCK_MAX_FREQ = 1u << 2,     /* scaling_max_freq below max turbo (or base) */
+    TURBO_BLOCK_PERF_PCT = 1u << 3,     /* intel_pstate/max_perf_pct < 100 */
+    TURBO_BLOCK_EPP_POWER = 1u << 4,    /* governor powersave with EPP "power" */
+    TURBO_BLOCK_GOV_MIN = 1u << 5,      /* the generic powersave governor: min freq */
+    TURBO_BLOCK_POLICY_BOOST = 1u << 6, /* policyN/boost = 0 (kernel 6.7+) */
 };
-#define TURBO_BLOCKERS 6
+#define TURBO_BLOCKERS 7
 
 struct turbo_pkg {
     int package;

@@ -295,6 +295,8 @@ static void read_cpu(struct read_ctx *x, struct cpufreq_cpu *c)
     host_cache_mode(h, HOST_CACHE_STATIC);
     c->base_khz = cpu_u64(x, "base_frequency", true);
     c->nom_khz = cppc_nom_khz(x);
+    uint64_t boost = cpu_u64(x, "boost", true);
+    c->boost = boost <= 1 ? (int)boost : -1;
     c->epp = cpu_str(x, "energy_performance_preference", true);
     c->epp_available = cpu_str(x, "energy_performance_available_preferences", true);
     host_cache_mode(h, m);

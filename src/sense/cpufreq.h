@@ -34,6 +34,7 @@ struct cpufreq_cpu {
     uint64_t hw_cur_khz; /* cpuinfo_cur_freq: root-only, absent on intel_pstate */
     uint64_t base_khz;   /* base_frequency: intel_pstate with HWP only */
     uint64_t nom_khz;    /* acpi_cppc/nominal_freq (MHz there) x 1000; VAL_NONE absent, 0 */
+    int boost;           /* policyN/boost (6.7+, drivers with boost): 0/1, -1 absent */
     char *epp;           /* energy_performance_preference; NULL without EPP */
     char *epp_available; /* energy_performance_available_preferences */
     /* Raw counters (events since the perf counter was opened, or the MSR

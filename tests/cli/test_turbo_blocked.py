@@ -7,7 +7,8 @@ read as they do on such machines, checked in watt report's JSON and text.
   then reports cpuinfo_max_freq as the non-turbo maximum (2400 MHz) and
   clamps scaling_max_freq to it; cpu0 is further capped at 2000 MHz and
   has EPP "power" under the powersave governor.
-- amd-epyc with cpufreq/boost=0."""
+- amd-epyc with cpufreq/boost=0, then with boost on and cpu3's policy boost
+  0 (kernel 6.7+ per-policy boost)."""
 import json
 import os
 import shutil
@@ -28,10 +29,10 @@ def check(ok, what):
         failed += 1
 
 
-def with_faults(tmp, name, lines):
+def with_faults(tmp, name, lines, copy="a"):
     """A copy of fixture `name` whose watt-faults starts with `lines` (the
     first fault of a path wins, so these hold from the first read on)."""
-    root = os.path.join(tmp, name)
+    root = os.path.join(tmp, name + "." + copy)
     shutil.copytree(os.path.join(FIX, name), root, symlinks=True)
     with open(os.path.join(root, "watt-faults")) as f:
         old = f.read()
@@ -77,6 +78,14 @@ def main():
         check(t["boost"] is False and t["boost_source"] == "cpufreq/boost" and
               t["blocked_by"] == ["boost_off"], f"amd-epyc boost off {t}")
         check(t["base_mhz"] == 2500 and t["max_turbo_mhz"] is None, f"amd-epyc figures {t}")
+
+        # 6.7+ per-policy boost: one policy off while the global switch is on
+        root = with_faults(tmp, "amd-epyc", [f"{CPU}/cpu3/cpufreq/boost =0"], "b")
+        t = report(root, True)["frequency"]["per_package"][0]["turbo"]
+        check(t["boost"] is True and t["blocked_by"] == ["policy_boost_off"],
+              f"amd-epyc policy boost off {t}")
+        check("  pkg0 turbo blocked: a CPU's cpufreq policy has boost 0\n" in report(root, False),
+              "text lacks the policy boost line")
     print(f"turbo_blocked: {failed} failed")
     return 1 if failed else 0
 

@@ -36,6 +36,7 @@ static struct cpufreq_cpu cpu_of(int id, const char *driver, const char *gov, co
         .hw_cur_khz = VAL_NONE,
         .base_khz = base,
         .nom_khz = VAL_NONE,
+        .boost = -1,
         .aperf = VAL_NONE,
         .mperf = VAL_NONE,
         .tsc = VAL_NONE,
@@ -182,6 +183,11 @@ static void test_acpi_amd(void **state)
     assert_int_equal(h.boost, 1);
     assert_int_equal(h.reached, 1);
     assert_int_equal(h.blockers, 0);
+    /* 6.7+: one policy's own boost off while the global switch is on */
+    c[0].boost = 0;
+    turbo_package(NULL, &b, &topo, 0, &h);
+    assert_int_equal(h.blockers, TURBO_BLOCK_POLICY_BOOST);
+    assert_string_equal(turbo_blocker_name(TURBO_BLOCK_POLICY_BOOST), "policy_boost_off");
 }
 
 /* amd-pstate-epp on Genoa (6.10: no cpufreq/boost): base is the _CPC
