@@ -6,6 +6,7 @@
  * format_double(). */
 #include "agent/metrics.h"
 #include "agent/attrib.h"
+#include "agent/metrics_turbo.h"
 #include "agent/metrics_writer.h"
 
 #include <math.h>
@@ -792,6 +793,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
         render_power(&w, c, rapl, pue);
         render_cstates(&w, c->cur->cpuidle);
         render_frequency(&w, c);
+        metrics_render_turbo(&w, c);
         render_utilisation(&w, c);
         render_interrupts(&w, c->cur->irq);
         render_devices(&w, c);

@@ -256,6 +256,20 @@ static char *cpu_str(struct read_ctx *x, const char *name, bool optional)
     return v;
 }
 
+/* The ACPI _CPC nominal frequency (Documentation/admin-guide/acpi/
+ * cppc_sysfs.rst): outside cpufreq/, in MHz; 0 where the firmware leaves
+ * the optional field out. Absent without _CPC. */
+static uint64_t cppc_nom_khz(struct read_ctx *x)
+{
+    char path[96];
+    snprintf(path, sizeof(path), CPU_DIR "/cpu%d/acpi_cppc/nominal_freq", x->cpu);
+    uint64_t v;
+    int r = host_read_u64(x->h, HOST_SYS, path, &v);
+    if (r < 0 && r != -ENOENT)
+        sample_diag_read(x->s, x->h, HOST_SYS, path, r);
+    return r == 0 && v > 0 && v < UINT64_MAX / 1000 ? v * 1000 : VAL_NONE;
+}
+
 /* Under the agent's cache only the current frequencies are read every
  * sample (through files kept open); the driver, the governor, the limits
  * and the EPP are settings, read once a minute, at SIGHUP and after the
@@ -280,6 +294,9 @@ static void read_cpu(struct read_ctx *x, struct cpufreq_cpu *c)
     c->hw_cur_khz = cpu_u64(x, "cpuinfo_cur_freq", true);
     host_cache_mode(h, HOST_CACHE_STATIC);
     c->base_khz = cpu_u64(x, "base_frequency", true);
+    c->nom_khz = cppc_nom_khz(x);
+    uint64_t boost = cpu_u64(x, "boost", true);
+    c->boost = boost <= 1 ? (int)boost : -1;
     c->epp = cpu_str(x, "energy_performance_preference", true);
     c->epp_available = cpu_str(x, "energy_performance_available_preferences", true);
     host_cache_mode(h, m);
@@ -316,6 +333,8 @@ static void read_globals(struct host *h, struct sample *s, struct cpufreq_sample
     cf->no_turbo = global_int(h, s, CPU_DIR "/intel_pstate/no_turbo");
     cf->max_perf_pct = global_int(h, s, CPU_DIR "/intel_pstate/max_perf_pct");
     cf->min_perf_pct = global_int(h, s, CPU_DIR "/intel_pstate/min_perf_pct");
+    cf->turbo_pct = global_int(h, s, CPU_DIR "/intel_pstate/turbo_pct");
+    cf->num_pstates = global_int(h, s, CPU_DIR "/intel_pstate/num_pstates");
     cf->amd_pstate_status = global_str(h, s, CPU_DIR "/amd_pstate/status");
 }
 

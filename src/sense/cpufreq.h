@@ -33,6 +33,8 @@ struct cpufreq_cpu {
     uint64_t hw_max_khz; /* cpuinfo_max_freq (includes turbo on intel_pstate) */
     uint64_t hw_cur_khz; /* cpuinfo_cur_freq: root-only, absent on intel_pstate */
     uint64_t base_khz;   /* base_frequency: intel_pstate with HWP only */
+    uint64_t nom_khz;    /* acpi_cppc/nominal_freq (MHz there) x 1000; VAL_NONE absent, 0 */
+    int boost;           /* policyN/boost (6.7+, drivers with boost): 0/1, -1 absent */
     char *epp;           /* energy_performance_preference; NULL without EPP */
     char *epp_available; /* energy_performance_available_preferences */
     /* Raw counters (events since the perf counter was opened, or the MSR
@@ -56,6 +58,8 @@ struct cpufreq_sample {
     int no_turbo;              /* intel_pstate/no_turbo: 0/1, -1 absent */
     int max_perf_pct;          /* intel_pstate/max_perf_pct, -1 absent */
     int min_perf_pct;          /* intel_pstate/min_perf_pct, -1 absent */
+    int turbo_pct;             /* intel_pstate/turbo_pct: % of P-states that are turbo, -1 absent */
+    int num_pstates;           /* intel_pstate/num_pstates: turbo max - min ratio + 1, -1 absent */
     char *amd_pstate_status;   /* "active", "passive", "guided"; NULL without amd-pstate */
     const char *msr_source;    /* "perf msr PMU", "msr device"; NULL: see msr_why */
     char *msr_why;             /* why there is no effective frequency; owned */

@@ -11,6 +11,7 @@
 
 #include "base/table.h"
 #include "base/util.h"
+#include "model/turbo.h"
 #include "sense/cpufreq.h"
 #include "view/report.h"
 
@@ -128,6 +129,13 @@ static void package_row(const struct fq_row *rows, unsigned n, int pkg, struct f
     };
 }
 
+/* Turbo headroom of one package (model/turbo.h): APERF/MPERF over the
+ * interval when there is one. */
+static void headroom(const struct report_ctx *c, int pkg, struct turbo_pkg *ret)
+{
+    turbo_package(c->b ? c->a->cpufreq : NULL, c->cur->cpufreq, &c->cur->topo, pkg, ret);
+}
+
 /* ---- JSON ----------------------------------------------------------- */
 
 static void kv_khz(struct json *j, const char *key, uint64_t v)
@@ -230,6 +238,35 @@ static void cpu_json(const struct fq_row *r, const struct cpufreq_cpu *x, struct
     json_object_end(j);
 }
 
+static void headroom_json(const struct turbo_pkg *h, struct json *j)
+{
+    json_key(j, "turbo");
+    json_object_begin(j);
+    json_kv_double(j, "base_mhz", h->base_mhz);
+    json_kv_string(j, "base_source", h->base_source);
+    json_kv_double(j, "max_nonturbo_mhz", h->nonturbo_mhz);
+    json_kv_string(j, "max_nonturbo_source", h->nonturbo_source);
+    json_kv_double(j, "max_turbo_mhz", h->turbo_mhz);
+    json_kv_string(j, "max_turbo_source", h->turbo_source);
+    json_kv_double(j, "scaling_max_lowest_mhz", h->limit_mhz);
+    json_key(j, "boost");
+    h->boost < 0 ? json_null(j) : json_bool(j, h->boost);
+    json_kv_string(j, "boost_source", h->boost_source);
+    json_kv_double(j, "busy_mean_mhz", h->busy_mean_mhz);
+    json_kv_double(j, "busy_max_mhz", h->busy_max_mhz);
+    json_kv_u64(j, "busy_cpus", h->busy_cpus);
+    json_kv_string(j, "busy_source", h->busy_source);
+    json_key(j, "reached");
+    h->reached < 0 ? json_null(j) : json_bool(j, h->reached);
+    json_key(j, "blocked_by");
+    json_array_begin(j);
+    for (unsigned k = 0; k < TURBO_BLOCKERS; k++)
+        if (h->blockers & turbo_blocker_bit(k))
+            json_string(j, turbo_blocker_name(turbo_blocker_bit(k)));
+    json_array_end(j);
+    json_object_end(j);
+}
+
 static void mhz_json(const struct cpufreq_sample *cf, struct json *j)
 {
     json_key(j, "proc_cpuinfo_mhz");
@@ -276,6 +313,9 @@ static void frequency_json(const struct report_ctx *c, struct json *j)
         json_kv_double(j, "scaling_min_mhz", m.min_mhz);
         json_kv_double(j, "scaling_max_mhz", m.max_mhz);
         eff_json(&m, j);
+        struct turbo_pkg h;
+        headroom(c, m.package, &h);
+        headroom_json(&h, j);
         json_object_end(j);
     }
     json_array_end(j);
@@ -374,6 +414,76 @@ static void emit_pkg(void *ud, int pkg, const char *label)
     row_text(x->t, label, &m);
 }
 
+static char *boost_cell(const struct turbo_pkg *h)
+{
+    return xstrdup(h->boost < 0 ? "-" : h->boost ? "on" : "off");
+}
+
+static char *busy_cell(const struct turbo_pkg *h)
+{
+    if (!h->busy_cpus)
+        return xstrdup("-");
+    return xasprintf("%.0f / %.0f", h->busy_mean_mhz, h->busy_max_mhz);
+}
+
+/* One line per setting that holds the package below turbo. */
+static void blockers_text(const struct turbo_pkg *h, struct strbuf *out)
+{
+    for (unsigned k = 0; k < TURBO_BLOCKERS; k++)
+        if (h->blockers & turbo_blocker_bit(k))
+            strbuf_appendf(out, "  pkg%d turbo blocked: %s\n", h->package,
+                           turbo_blocker_text(turbo_blocker_bit(k)));
+}
+
+/* Per package: base, max non-turbo, max turbo, the lowest cap, the boost
+ * switch, the busy clock (mean / highest CPU) and whether it went past
+ * base; then what blocks turbo and where the figures came from. */
+static void headroom_text(const struct report_ctx *c, struct strbuf *out)
+{
+    const struct topology *topo = &c->cur->topo;
+    struct turbo_pkg *h = xcalloc(topo->npackages ? topo->npackages : 1, sizeof(*h));
+    struct table t;
+    strbuf_append(out, "  turbo headroom\n");
+    table_init(&t, "pkg", ">base MHz", ">non-turbo", ">max turbo", ">cap MHz", "boost",
+               ">busy MHz mean / max", "reached", NULL);
+    for (unsigned p = 0; p < topo->npackages; p++) {
+        headroom(c, topo->package_ids[p], &h[p]);
+        char *cell[7] = {
+            mhz(h[p].base_mhz),
+            mhz(h[p].nonturbo_mhz),
+            mhz(h[p].turbo_mhz),
+            mhz(h[p].limit_mhz),
+            boost_cell(&h[p]),
+            busy_cell(&h[p]),
+            xstrdup(h[p].reached < 0 ? "unknown"
+                    : h[p].reached   ? "yes"
+                                     : "no"),
+        };
+        char label[24];
+        snprintf(label, sizeof(label), "pkg%d", h[p].package);
+        table_add(&t, label, cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6]);
+        for (int i = 0; i < 7; i++)
+            free(cell[i]);
+    }
+    table_render(&t, out, REPORT_WIDTH);
+    table_free(&t);
+    for (unsigned p = 0; p < topo->npackages; p++)
+        blockers_text(&h[p], out);
+    if (topo->npackages) {
+        const struct turbo_pkg *x = &h[0];
+        strbuf_appendf(out,
+                       "  base: %s; max turbo: %s\n  busy: %s\n  reached: the busiest CPU's clock "
+                       "above base by over 1 %%\n",
+                       x->base_source ? x->base_source : "unknown",
+                       x->turbo_source ? x->turbo_source : "unknown",
+                       !x->busy_source                        ? "no busy clock"
+                       : streq(x->busy_source, "APERF/MPERF") ? "APERF/MPERF over the interval"
+                                                              : "cpu MHz of cpuinfo (the kernel's "
+                                                                "APERF/MPERF estimate)");
+    }
+    free(h);
+}
+
 static void frequency_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct cpufreq_sample *cf = c->cur->cpufreq;
@@ -397,6 +507,7 @@ static void frequency_text(const struct report_ctx *c, struct strbuf *out)
                        "pkgN: mean of its CPUs\n");
     if (!per_cpu)
         strbuf_appendf(out, "  (%u CPUs: per-package rows only; --per-cpu for every CPU)\n", n);
+    headroom_text(c, out);
 }
 
 const struct report_section report_section_frequency = {
