@@ -18,6 +18,7 @@
 #include "base/util.h"
 #include "cli/verbs.h"
 #include "config.h"
+#include "sense/memory.h"
 #include "sense/sampler.h"
 
 /* libarchive is loaded only by this verb: linked in, it and its own
@@ -264,6 +265,10 @@ int verb_snapshot(int argc, char **argv)
     sense_open(h, &s); /* probes read files too: record them */
     struct sample *smp;
     sense_sample(s, &smp);
+    /* what watt report reads besides the samplers: node memory and DIMMs */
+    struct memory_info mem;
+    if (memory_read(h, &mem) == 0)
+        memory_info_free(&mem);
     host_set_recorder(h, NULL);
     _cleanup_free_ char *meta = describe(s, smp, h->root);
     int r = write_tar(out, &rec, meta);
