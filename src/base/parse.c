@@ -36,6 +36,11 @@ const char *span_skip_blanks(const char *p, const char *e)
     return p;
 }
 
+char *str_trim(char *s)
+{
+    return strip_trailing(s + (skip_space(s) - s));
+}
+
 const char *span_trim_end(const char *p, const char *e)
 {
     while (e > p && span_is_blank(e[-1]))

@@ -27,6 +27,9 @@ bool str_all_digits(const char *s);
 
 /* Remove trailing whitespace in place; returns s. */
 char *strip_trailing(char *s);
+/* S without its leading and trailing white space (isspace), cut in place. */
+char *str_trim(char *s);
+
 /* Skip leading whitespace. */
 const char *skip_space(const char *s);
 

@@ -101,6 +101,8 @@ static void test_parse_numbers(void **state)
  * nothing else (docs/config.md). */
 static void test_parse_bool(void **state)
 {
+    char pad[] = " \t yes \n";
+    assert_string_equal(str_trim(pad), "yes"); /* the shared in-place trim */
     static const char *const yes[] = {"yes", "YES", "True", "on", "On", "1", " true\n"};
     static const char *const no[] = {"no", "No", "FALSE", "off", "OFF", "0", "\toff "};
     static const char *const bad[] = {"", " ", "y", "n", "2", "enable", "yes please", "01", "o n"};

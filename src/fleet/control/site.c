@@ -52,16 +52,6 @@ struct ctx {
     struct site_rules_pending *rules; /* [pin], [anti-affinity] (site_rules.c) */
 };
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
-
 static bool valid_name(const char *s, size_t max)
 {
     size_t n = strlen(s);
@@ -480,12 +470,12 @@ static int on_section(struct ctx *c, char *line)
     if (!close)
         return FAIL(c, "section header without ']'");
     *close = '\0';
-    char *name = trim(line + 1), *arg = name;
+    char *name = str_trim(line + 1), *arg = name;
     while (*arg && !isspace((unsigned char)*arg))
         arg++;
     if (*arg)
         *arg++ = '\0';
-    arg = trim(arg);
+    arg = str_trim(arg);
     if (strcasecmp(name, "controller") == 0) {
         if (c->seen_controller)
             return FAIL(c, "a second [%s] section", name);

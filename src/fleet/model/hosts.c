@@ -79,16 +79,6 @@ struct types {
     size_t n, cap;
 };
 
-static const char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
-
 bool fleet_type_name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -131,7 +121,7 @@ static ssize_t type_lookup(struct types *ts, const char *name)
 /* One item "COUNT x NAME" (spaces optional, x or X). */
 static int parse_group(char *item, struct types *ts, struct group *ret, char *msg, size_t msg_size)
 {
-    const char *s = trim(item);
+    const char *s = str_trim(item);
     char *end;
     if (!isdigit((unsigned char)*s)) {
         snprintf(msg, msg_size, "'%s': want COUNT x TYPE (e.g. 400xg4)", s);
@@ -204,7 +194,7 @@ static int parse_list(char *list, struct types *ts, bool *alternate, uint16_t **
     size_t n = 0, cap = 0;
     char *save = NULL;
     for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        const char *word = trim(item);
+        const char *word = str_trim(item);
         if (strcasecmp(word, "alternate") == 0 || strcasecmp(word, "block") == 0) {
             *alternate = strcasecmp(word, "alternate") == 0;
             continue;
@@ -589,7 +579,7 @@ int fleet_hosts_parse(const char *text, size_t len, const char *origin, struct f
     size_t n_hosts = 0;
     char msg[400];
     int r;
-    if (strcasecmp(trim(s), "cloudsim") == 0) {
+    if (strcasecmp(str_trim(s), "cloudsim") == 0) {
         char list[] = "400xg4,400xg5";
         alternate = true;
         r = parse_list(list, &ts, &alternate, &type_of, &n_hosts, msg, sizeof(msg));

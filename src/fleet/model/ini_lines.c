@@ -6,17 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parse.h"
 #include "base/util.h"
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
 
 /* S, longer than inih's NUM: "KEY=" into STR, the value into long_value. */
 static int long_line(struct fleet_ini_lines *l, const char *s, char *str, int num)
@@ -40,7 +31,7 @@ static int long_line(struct fleet_ini_lines *l, const char *s, char *str, int nu
             break;
         }
     free(l->long_value);
-    l->long_value = xstrdup(trim(val));
+    l->long_value = xstrdup(str_trim(val));
     memcpy(str, s, k);
     str[k] = '=';
     str[k + 1] = '\0';
@@ -60,7 +51,7 @@ char *fleet_ini_read(char *str, int num, void *stream)
     char *s = copy;
     if (l->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
         s += 3; /* a UTF-8 byte order mark, as inih skips it */
-    s = trim(s);
+    s = str_trim(s);
     str[0] = '\0';
     int r = 0;
     if (*s == '[' && l->on_section)
