@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""The packer on this machine, live (issue 17's live test; docs/pack.md).
+
+Root, a cpuset hierarchy (cgroup2 with the cpuset controller, or cgroup
+v1's cpuset mount), cgroup2 for cpu.pressure, and at least 2 online CPUs;
+skipped otherwise (tests/skip-allow.txt lists the reasons CI may see).
+Takes /tmp/watt-lab.lock itself (unless an ancestor holds it), so no other
+live test measures or changes the machine meanwhile.
+
+A cgroup watt-pack-test, made in the cpuset hierarchy and in cgroup2,
+holds tests/helpers/dutyload: one thread at 30 % of a CPU, rising on
+SIGUSR1 to three threads at 50 % (1.5 CPUs). The last online CPU is "the
+freed CPU" (CPU 1 on a 2-CPU machine). Phases:
+
+1. unpacked (no agent): the freed CPU's idle residency and wake-ups over
+   MEASURE_S, then the rise and the loops/s over RISE_S after it;
+2. the agent (--root /, a profile with [pack] cgroups = watt-pack-test,
+   journal in a temporary directory): the cgroup's cpuset.cpus becomes
+   the plan's first CPU; the same measurement: residency >= 95 %,
+   wake-ups down >= 80 % against phase 1; the residual (what still woke
+   the CPU: interrupts by line, the machine's other processes) printed;
+3. the rise while packed: cpuset.cpus polled every 1 ms holds every
+   online CPU within 100 ms of the rise; the agent's own growth latency
+   (watt ctl status "pack", watt_pack_grow_latency_seconds) printed;
+   loops/s over RISE_S within 5 % of phase 1's;
+4. packed again (a 30 % load), SIGKILL of the agent: `watt restore`
+   leaves every cpuset.cpus of the hierarchy byte for byte as before;
+5. bad input: a profile naming a cgroup that does not exist (the agent
+   refuses to start, with the exit status of a broken profile, naming the
+   cgroup and the profile's line); a cpuset the kernel refuses (a child
+   cgroup pinned to the freed CPU, so v1 refuses to shrink the parent):
+   a message naming the cgroup, every cpuset as it was.
+
+Every cgroup it makes is removed in finally:, the ftrace instance too.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+from checks import check, free_port, summary  # noqa: E402
+import packlab  # noqa: E402
+
+WATT = os.environ.get("WATT") or (sys.argv[1] if len(sys.argv) > 1 else "build/watt")
+DUTYLOAD = os.environ.get("WATT_DUTYLOAD") or os.path.join(os.path.dirname(WATT),
+                                                           "tests/helpers/dutyload")
+NAME = "watt-pack-test"
+MEASURE_S = float(os.environ.get("WATT_PACK_MEASURE_S", "5"))
+RISE_S = 3.0
+MIN_RESIDENCY = 0.95
+MIN_WAKEUP_DROP = 0.80
+MAX_GROWTH_S = 0.100
+MAX_THROUGHPUT_LOSS = 0.05
+
+PROFILE = """[profile]
+description = live pack test: watt-pack-test packed while its load fits
+[pack]
+cgroups = {cgroups}
+window_s = 1
+interval_s = 0.25
+"""
+BROKEN = """[profile]
+[cpufreq]
+govenor = performance
+"""
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "not root"
+    v1, v2 = packlab.mounts()
+    top, _ = packlab.cpuset_dir(v1, v2)
+    if not top:
+        return "no cpuset hierarchy (neither cgroup2's cpuset controller nor a v1 cpuset mount)"
+    if not v2:
+        return "no cgroup2 mount (the packer's PSI trigger needs cpu.pressure)"
+    if len(packlab.online_cpus()) < 2:
+        return "fewer than 2 online CPUs: nothing to pack"
+    if not os.access(DUTYLOAD, os.X_OK):
+        return f"no {DUTYLOAD} (build tests/helpers)"
+    return None
+
+
+def get(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        return r.read().decode()
+
+
+def metrics(port):
+    """{name{labels}: value} of every sample."""
+    out = {}
+    try:
+        text = get(port, "/metrics")
+    except OSError:
+        return out
+    for ln in text.splitlines():
+        m = re.match(r"([a-zA-Z_:][\w:]*(\{[^}]*\})?) (\S+)", ln)
+        if m and not ln.startswith("#"):
+            try:
+                out[m.group(1)] = float(m.group(3))
+            except ValueError:
+                pass
+    return out
+
+
+def ctl(sock):
+    r = subprocess.run([WATT, "ctl", "--socket", sock, "status"], capture_output=True,
+                       text=True, timeout=5)
+    try:
+        return json.loads(r.stdout) if r.returncode == 0 else {}
+    except ValueError:
+        return {}
+
+
+class Agent:
+    def __init__(self, tmp, conf, profile):
+        self.tmp, self.port = tmp, free_port()
+        self.sock = os.path.join(tmp, "ctl.sock")
+        self.journal = os.path.join(tmp, "journal")
+        self.ini = os.path.join(tmp, "agent.ini")
+        packlab.write(self.ini, f"[agent]\njournal = {self.journal.lstrip('/')}\n")
+        self.log = os.path.join(tmp, f"agent-{profile}.log")
+        self.env = dict(os.environ, WATT_CONFIG_DIR=conf)
+        self.args = [WATT, "agent", "--root", "/", "--config", self.ini, "--profile", profile,
+                     "--interval", "0.25", "--control", self.sock,
+                     "--listen", f"127.0.0.1:{self.port}"]
+        with open(self.log, "w") as log:
+            self.p = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=log,
+                                      env=self.env)
+
+    def up(self, timeout=10):
+        """True once /healthz answers; False if the agent exited."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.p.poll() is not None:
+                return False
+            try:
+                if get(self.port, "/healthz").startswith("ok"):
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+            self.p.wait()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                return self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                return None
+        return self.p.returncode
+
+
+def pack_status(agent):
+    return ctl(agent.sock).get("pack") or {}
+
+
+def restore(journal):
+    r = subprocess.run([WATT, "restore", "--root", "/", "--journal", journal.lstrip("/")],
+                       capture_output=True, text=True, timeout=30)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def cpulist(cpus):
+    """The kernel's shortest list of CPUS: 0-1, 0,2."""
+    out, cpus = [], sorted(cpus)
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def explain_residual(r, freed):
+    """What woke the freed CPU: interrupts by line, and watt top's view
+    (its idle wake-ups of that CPU, and the processes and sources that
+    woke an idle CPU most)."""
+    print(f"# residual on CPU {freed}: interrupts by line: {packlab.top_irqs(r, 10)}")
+    t = subprocess.run([WATT, "top", "--once", "--json", "--interval", "2", "--sort", "idle",
+                        "--limit", "8"], capture_output=True, text=True, timeout=60)
+    try:
+        doc = json.loads(t.stdout)
+    except ValueError:
+        print(f"# watt top --once --json gave no JSON (rc {t.returncode}): {t.stderr[-300:]}")
+        return
+    cpu = next((c for c in doc.get("cpus", []) if c.get("cpu") == freed), {})
+    print(f"# watt top, CPU {freed}: busy {cpu.get('busy_pct')} %, idle wake-ups/s "
+          f"{cpu.get('idle_wakeups_per_s')}, irqs/s {cpu.get('irqs_per_s')}")
+    print("# watt top, processes by idle wake-ups/s (all CPUs): " + ", ".join(
+        f"{p.get('comm')}[{p.get('pid')}] {p.get('idle_wakeups_per_s', 0):.1f} "
+        f"(cgroup {p.get('cgroup')})" for p in doc.get("processes", [])))
+    print("# watt top, sources by idle wake-ups/s: " + ", ".join(
+        f"{s.get('kind')}:{s.get('name')} {s.get('idle_per_s', 0):.1f}"
+        for s in doc.get("sources", [])))
+
+
+def run_load(cg, settle=1.0):
+    load = packlab.Load(DUTYLOAD)
+    cg.add(load.pid)
+    time.sleep(settle)
+    return load
+
+
+def unpacked(v1, v2, freed, entries):
+    """Phase 1: (interval figures, loops/s after the rise)."""
+    cg = packlab.Cgroup(NAME, v1, v2)
+    load = None
+    try:
+        load = run_load(cg)
+        r = packlab.measure(freed, MEASURE_S, entries)
+        print(f"# unpacked, 30 % load: CPU {freed}: {packlab.describe(r)}")
+        t = time.monotonic()
+        load.rise()
+        time.sleep(RISE_S + 0.2)
+        rate = load.rate(t, t + RISE_S)
+        print(f"# unpacked, 1.5 CPUs: {rate:.0f} loops/s over {RISE_S} s after the rise")
+        return r, rate
+    finally:
+        if load:
+            load.stop()
+        for e in cg.remove():
+            check(False, f"unpacked: cgroup removed: {e}")
+
+
+def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
+    cg = packlab.Cgroup(NAME, v1, v2)
+    load = agent = None
+    online = packlab.online_cpus()
+    try:
+        load = run_load(cg, settle=0.2)
+        before = packlab.cpusets(top)
+        agent = Agent(tmp, conf, "ptest")
+        check(agent.up(), "the agent starts with [pack] cgroups = " + NAME)
+        first = str(online[0])
+        took = packlab.poll_until(lambda: cg.cpus() == first, 15, 0.01)
+        st = pack_status(agent)
+        check(took is not None, f"packed: {cg.cpuset}/cpuset.cpus = {cg.cpus()!r}, the plan's "
+              f"first CPU {first} (status pack: {json.dumps(st)[:400]})")
+        if took is None:
+            print(agent.text()[-2000:])
+            return
+        time.sleep(1.0)
+        r = packlab.measure(freed, MEASURE_S, entries)
+        print(f"# packed, 30 % load: CPU {freed}: {packlab.describe(r)}")
+        ok_res = r["residency"] >= MIN_RESIDENCY
+        drop = 1 - r["wakeups"] / base["wakeups"] if base["wakeups"] else 0
+        ok_wake = drop >= MIN_WAKEUP_DROP
+        if not (ok_res and ok_wake):
+            explain_residual(r, freed)
+        check(ok_res, f"packed: CPU {freed} idle {100 * r['residency']:.2f} % "
+              f"(>= {100 * MIN_RESIDENCY:.0f} %; unpacked {100 * base['residency']:.2f} %)")
+        what = "cpuidle entries" if r["cpuidle_entries"] is not None else "interrupts"
+        check(ok_wake, f"packed: CPU {freed} wake-ups ({what}) {r['wakeups']} against "
+              f"{base['wakeups']} unpacked: down {100 * drop:.1f} % (>= "
+              f"{100 * MIN_WAKEUP_DROP:.0f} %)")
+        if r["idle_entries"] is not None and base["idle_entries"]:
+            print(f"# idle entries (sched_switch to idle) of CPU {freed}: {base['idle_entries']} "
+                  f"unpacked, {r['idle_entries']} packed: down "
+                  f"{100 * (1 - r['idle_entries'] / base['idle_entries']):.1f} %")
+        print(f"# residual on CPU {freed} while packed: {packlab.top_irqs(r)}")
+
+        # 3: the rise
+        m0 = metrics(agent.port)
+        grown = cpulist(online)
+        t_rise = time.monotonic()
+        load.rise()
+        t_seen = packlab.poll_until(lambda: cg.cpus() == grown, 5, 0.001)
+        lat = None if t_seen is None else t_seen - t_rise
+        check(lat is not None and lat <= MAX_GROWTH_S,
+              f"rise to 1.5 CPUs: cpuset.cpus = {grown} after "
+              f"{'never' if lat is None else f'{1000 * lat:.1f} ms'} (<= "
+              f"{1000 * MAX_GROWTH_S:.0f} ms, polled every 1 ms)")
+        time.sleep(RISE_S + 0.2)
+        rate = load.rate(t_rise, t_rise + RISE_S)
+        loss = 1 - rate / base_rate if rate and base_rate else 1
+        check(abs(loss) <= MAX_THROUGHPUT_LOSS,
+              f"throughput over {RISE_S} s after the rise: {rate:.0f} loops/s against "
+              f"{base_rate:.0f} unpacked ({-100 * loss:+.2f} %, within "
+              f"{100 * MAX_THROUGHPUT_LOSS:.0f} %)")
+        m1 = metrics(agent.port)
+        st = pack_status(agent)
+        s = m1.get("watt_pack_grow_latency_seconds_sum", 0) - m0.get(
+            "watt_pack_grow_latency_seconds_sum", 0)
+        n = m1.get("watt_pack_grow_latency_seconds_count", 0) - m0.get(
+            "watt_pack_grow_latency_seconds_count", 0)
+        ev = m1.get("watt_pack_pressure_events_total", 0) - m0.get(
+            "watt_pack_pressure_events_total", 0)
+        own = {k: v for k, v in st.items() if "latency" in k or "grow" in k}
+        print(f"# the agent's own growth latency: status {json.dumps(own)}; metrics "
+              f"{n:.0f} growths, mean {1000 * s / n if n else float('nan'):.2f} ms; "
+              f"{ev:.0f} pressure events")
+        check(n >= 1, f"the agent counted the growth (watt_pack_grow_latency_seconds_count "
+              f"+{n:.0f})")
+
+        # 4: packed again, SIGKILL, watt restore
+        load.stop()
+        load = run_load(cg, settle=0.2)
+        took = packlab.poll_until(lambda: cg.cpus() == first, 30, 0.05)
+        check(took is not None, f"the load back at 30 %: shrunk to {first} again "
+              f"(cpuset.cpus {cg.cpus()!r})")
+        agent.kill()
+        check(cg.cpus() == first, f"after SIGKILL the cpuset stays packed ({cg.cpus()!r})")
+        rc, out = restore(agent.journal)
+        after = packlab.cpusets(top)
+        diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        check(rc == 0 and not diff,
+              f"watt restore (rc {rc}): every cpuset.cpus of {top} byte for byte as before "
+              f"({len(before)} cpusets; differ: {[(k, before.get(k), after.get(k)) for k in diff]})"
+              f"; {out[-300:]}")
+    finally:
+        if load:
+            load.stop()
+        if agent:
+            agent.kill()
+            restore(agent.journal)
+        for e in cg.remove():
+            check(False, f"packed: cgroup removed: {e}")
+
+
+def bad_input(v1, v2, freed, tmp, conf, top):
+    # a cgroup that does not exist, against a profile the agent refuses
+    packlab.write(os.path.join(conf, "profiles.d/broken.conf"), BROKEN)
+    packlab.write(os.path.join(conf, "profiles.d/nosuch.conf"),
+                  PROFILE.format(cgroups="watt-pack-nosuch"))
+    b = Agent(tmp, conf, "broken")
+    b.up(5)
+    rc_broken = b.stop()
+    before = packlab.cpusets(top)
+    a = Agent(tmp, conf, "nosuch")
+    a.up(5)
+    rc = a.stop()
+    text = a.text()
+    line = next((ln for ln in text.splitlines() if "watt-pack-nosuch" in ln), "")
+    check(rc == rc_broken and rc not in (0, None) and re.search(r":\d+", line) is not None,
+          f"bad input: a profile naming a missing cgroup: exit {rc} (a broken profile: "
+          f"{rc_broken}), message: {line.strip()!r}")
+    check(packlab.cpusets(top) == before, "bad input: no cpuset changed")
+
+    # a cpuset the kernel refuses: a child pinned to the freed CPU
+    cg = packlab.Cgroup(NAME, v1, v2)
+    load = agent = None
+    try:
+        child = cg.child("pinned", str(freed))
+        load = run_load(cg, settle=0.2)
+        before = packlab.cpusets(top)
+        agent = Agent(tmp, conf, "ptest")
+        check(agent.up(), "bad input: the agent starts with a pinned child cgroup below "
+              + NAME)
+        time.sleep(3)  # several ticks at interval_s 0.25
+        after = packlab.cpusets(top)
+        diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        text = agent.text()
+        line = next((ln for ln in text.splitlines() if NAME in ln), "")
+        st = pack_status(agent)
+        check(not diff, f"bad input: the pinned child ({child}: {str(freed)}): nothing "
+              f"half-applied (differ: {[(k, before.get(k), after.get(k)) for k in diff]})")
+        check(line != "" or NAME in json.dumps(st),
+              f"bad input: the pinned child: a message naming {NAME}: {line.strip()!r}; "
+              f"status pack: {json.dumps(st)[:300]}")
+        rc = agent.stop()
+        check(rc == 0 and packlab.cpusets(top) == before,
+              f"bad input: SIGTERM exits {rc}, every cpuset as it was")
+    finally:
+        if load:
+            load.stop()
+        if agent:
+            agent.kill()
+            restore(agent.journal)
+        for e in cg.remove():
+            check(False, f"bad input: cgroup removed: {e}")
+
+
+def main():
+    why = skip_reason()
+    if why:
+        print(f"skip {why}")
+        return 77
+    lock = packlab.lab_lock()
+    print("# /tmp/watt-lab.lock " + ("taken" if lock else "held by an ancestor (flock)"))
+    v1, v2 = packlab.mounts()
+    top, ver = packlab.cpuset_dir(v1, v2)
+    online = packlab.online_cpus()
+    freed = online[-1]
+    print(f"# cpuset: cgroup v{ver} at {top}; cgroup2 at {v2}; online CPUs {cpulist(online)}; "
+          f"the freed CPU is {freed}; cpuidle driver "
+          f"{(packlab.read(packlab.CPU + '/cpuidle/current_driver') or b'?').decode().strip()}")
+    for d in (os.path.join(top, NAME), os.path.join(v2, NAME)):
+        if os.path.isdir(d):  # a crashed run's: empty it and take it away
+            print(f"# removing {d}, left by an earlier run")
+            packlab.remove_tree(d)
+    original = packlab.cpusets(top)
+    tmp = tempfile.mkdtemp(prefix="watt-pack-live-")
+    conf = os.path.join(tmp, "conf")
+    os.makedirs(os.path.join(conf, "profiles.d"))
+    packlab.write(os.path.join(conf, "profiles.d/ptest.conf"), PROFILE.format(cgroups=NAME))
+    entries = packlab.IdleEntries()
+    try:
+        base, base_rate = unpacked(v1, v2, freed, entries)
+        packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top)
+        bad_input(v1, v2, freed, tmp, conf, top)
+    finally:
+        entries.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        left = [d for d in (os.path.join(top, NAME), os.path.join(v2, NAME)) if os.path.isdir(d)]
+        check(not left, f"every cgroup made is gone ({left})")
+        now = packlab.cpusets(top)
+        check(now == original, "every cpuset.cpus of the hierarchy as at the start")
+        if lock:
+            lock.close()
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
