@@ -37,17 +37,15 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-from checks import check, free_port, summary  # noqa: E402
+from checks import check, summary  # noqa: E402
 import packlab  # noqa: E402
 
 WATT = os.environ.get("WATT") or (sys.argv[1] if len(sys.argv) > 1 else "build/watt")
@@ -88,110 +86,6 @@ def skip_reason():
     if not os.access(DUTYLOAD, os.X_OK):
         return f"no {DUTYLOAD} (build tests/helpers)"
     return None
-
-
-def get(port, path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-        return r.read().decode()
-
-
-def metrics(port):
-    """{name{labels}: value} of every sample."""
-    out = {}
-    try:
-        text = get(port, "/metrics")
-    except OSError:
-        return out
-    for ln in text.splitlines():
-        m = re.match(r"([a-zA-Z_:][\w:]*(\{[^}]*\})?) (\S+)", ln)
-        if m and not ln.startswith("#"):
-            try:
-                out[m.group(1)] = float(m.group(3))
-            except ValueError:
-                pass
-    return out
-
-
-def ctl(sock):
-    r = subprocess.run([WATT, "ctl", "--socket", sock, "status"], capture_output=True,
-                       text=True, timeout=5)
-    try:
-        return json.loads(r.stdout) if r.returncode == 0 else {}
-    except ValueError:
-        return {}
-
-
-class Agent:
-    def __init__(self, tmp, conf, profile):
-        self.tmp, self.port = tmp, free_port()
-        self.sock = os.path.join(tmp, "ctl.sock")
-        self.journal = os.path.join(tmp, "journal")
-        self.ini = os.path.join(tmp, "agent.ini")
-        packlab.write(self.ini, f"[agent]\njournal = {self.journal.lstrip('/')}\n")
-        self.log = os.path.join(tmp, f"agent-{profile}.log")
-        self.env = dict(os.environ, WATT_CONFIG_DIR=conf)
-        self.args = [WATT, "agent", "--root", "/", "--config", self.ini, "--profile", profile,
-                     "--interval", "0.25", "--control", self.sock,
-                     "--listen", f"127.0.0.1:{self.port}"]
-        with open(self.log, "w") as log:
-            self.p = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=log,
-                                      env=self.env)
-
-    def up(self, timeout=10):
-        """True once /healthz answers; False if the agent exited."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.p.poll() is not None:
-                return False
-            try:
-                if get(self.port, "/healthz").startswith("ok"):
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.05)
-        return False
-
-    def text(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGKILL)
-            self.p.wait()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                return self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                return None
-        return self.p.returncode
-
-
-def pack_status(agent):
-    return ctl(agent.sock).get("pack") or {}
-
-
-def restore(journal):
-    r = subprocess.run([WATT, "restore", "--root", "/", "--journal", journal.lstrip("/")],
-                       capture_output=True, text=True, timeout=30)
-    return r.returncode, (r.stdout + r.stderr).strip()
-
-
-def cpulist(cpus):
-    """The kernel's shortest list of CPUS: 0-1, 0,2."""
-    out, cpus = [], sorted(cpus)
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def explain_residual(r, freed):
@@ -252,11 +146,11 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
     try:
         load = run_load(cg, settle=0.2)
         before = packlab.cpusets(top)
-        agent = Agent(tmp, conf, "ptest")
+        agent = packlab.Agent(WATT, tmp, conf, "ptest")
         check(agent.up(), "the agent starts with [pack] cgroups = " + NAME)
         first = str(online[0])
         took = packlab.poll_until(lambda: cg.cpus() == first, 15, 0.01)
-        st = pack_status(agent)
+        st = agent.pack()
         check(took is not None, f"packed: {cg.cpuset}/cpuset.cpus = {cg.cpus()!r}, the plan's "
               f"first CPU {first} (status pack: {json.dumps(st)[:400]})")
         if took is None:
@@ -283,8 +177,8 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
         print(f"# residual on CPU {freed} while packed: {packlab.top_irqs(r)}")
 
         # 3: the rise
-        m0 = metrics(agent.port)
-        grown = cpulist(online)
+        m0 = agent.metrics()
+        grown = packlab.cpulist(online)
         t_rise = time.monotonic()
         load.rise()
         t_seen = packlab.poll_until(lambda: cg.cpus() == grown, 5, 0.001)
@@ -300,8 +194,8 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
               f"throughput over {RISE_S} s after the rise: {rate:.0f} loops/s against "
               f"{base_rate:.0f} unpacked ({-100 * loss:+.2f} %, within "
               f"{100 * MAX_THROUGHPUT_LOSS:.0f} %)")
-        m1 = metrics(agent.port)
-        st = pack_status(agent)
+        m1 = agent.metrics()
+        st = agent.pack()
         s = m1.get("watt_pack_grow_latency_seconds_sum", 0) - m0.get(
             "watt_pack_grow_latency_seconds_sum", 0)
         n = m1.get("watt_pack_grow_latency_seconds_count", 0) - m0.get(
@@ -323,7 +217,7 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
               f"(cpuset.cpus {cg.cpus()!r})")
         agent.kill()
         check(cg.cpus() == first, f"after SIGKILL the cpuset stays packed ({cg.cpus()!r})")
-        rc, out = restore(agent.journal)
+        rc, out = agent.restore()
         after = packlab.cpusets(top)
         diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         check(rc == 0 and not diff,
@@ -335,7 +229,7 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
             load.stop()
         if agent:
             agent.kill()
-            restore(agent.journal)
+            agent.restore()
         for e in cg.remove():
             check(False, f"packed: cgroup removed: {e}")
 
@@ -345,11 +239,11 @@ def bad_input(v1, v2, freed, tmp, conf, top):
     packlab.write(os.path.join(conf, "profiles.d/broken.conf"), BROKEN)
     packlab.write(os.path.join(conf, "profiles.d/nosuch.conf"),
                   PROFILE.format(cgroups="watt-pack-nosuch"))
-    b = Agent(tmp, conf, "broken")
+    b = packlab.Agent(WATT, tmp, conf, "broken")
     b.up(5)
     rc_broken = b.stop()
     before = packlab.cpusets(top)
-    a = Agent(tmp, conf, "nosuch")
+    a = packlab.Agent(WATT, tmp, conf, "nosuch")
     a.up(5)
     rc = a.stop()
     text = a.text()
@@ -366,7 +260,7 @@ def bad_input(v1, v2, freed, tmp, conf, top):
         child = cg.child("pinned", str(freed))
         load = run_load(cg, settle=0.2)
         before = packlab.cpusets(top)
-        agent = Agent(tmp, conf, "ptest")
+        agent = packlab.Agent(WATT, tmp, conf, "ptest")
         check(agent.up(), "bad input: the agent starts with a pinned child cgroup below "
               + NAME)
         time.sleep(3)  # several ticks at interval_s 0.25
@@ -374,7 +268,7 @@ def bad_input(v1, v2, freed, tmp, conf, top):
         diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         text = agent.text()
         line = next((ln for ln in text.splitlines() if NAME in ln), "")
-        st = pack_status(agent)
+        st = agent.pack()
         check(not diff, f"bad input: the pinned child ({child}: {str(freed)}): nothing "
               f"half-applied (differ: {[(k, before.get(k), after.get(k)) for k in diff]})")
         check(line != "" or NAME in json.dumps(st),
@@ -388,7 +282,7 @@ def bad_input(v1, v2, freed, tmp, conf, top):
             load.stop()
         if agent:
             agent.kill()
-            restore(agent.journal)
+            agent.restore()
         for e in cg.remove():
             check(False, f"bad input: cgroup removed: {e}")
 
@@ -404,7 +298,7 @@ def main():
     top, ver = packlab.cpuset_dir(v1, v2)
     online = packlab.online_cpus()
     freed = online[-1]
-    print(f"# cpuset: cgroup v{ver} at {top}; cgroup2 at {v2}; online CPUs {cpulist(online)}; "
+    print(f"# cpuset: cgroup v{ver} at {top}; cgroup2 at {v2}; online CPUs {packlab.cpulist(online)}; "
           f"the freed CPU is {freed}; cpuidle driver "
           f"{(packlab.read(packlab.CPU + '/cpuidle/current_driver') or b'?').decode().strip()}")
     for d in (os.path.join(top, NAME), os.path.join(v2, NAME)):

@@ -26,12 +26,15 @@ CPU 1's idleness is measured three ways, whichever the kernel gives:
     interrupt and went back to idle).
 """
 import fcntl
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
+import urllib.request
 
 LAB_LOCK = "/tmp/watt-lab.lock"
 CPU = "/sys/devices/system/cpu"
@@ -434,3 +437,117 @@ def poll_until(pred, timeout, step=0.001):
             return time.monotonic()
         time.sleep(step)
     return None
+
+
+def cpulist(cpus):
+    """The kernel's shortest list of CPUS: 0-1, 0,2."""
+    out, cpus = [], sorted(cpus)
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# ---- the agent ----
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Agent:
+    """`watt agent --root /` with PROFILE from CONF/profiles.d, its
+    journal, control socket and log in TMP, at a 0.25-s interval."""
+
+    def __init__(self, watt, tmp, conf, profile, interval="0.25"):
+        self.watt, self.port = watt, free_port()
+        self.sock = os.path.join(tmp, "ctl.sock")
+        self.journal = os.path.join(tmp, "journal")
+        self.ini = os.path.join(tmp, "agent.ini")
+        # the journal is relative to the root, /
+        write(self.ini, f"[agent]\njournal = {self.journal.lstrip('/')}\n")
+        self.log = os.path.join(tmp, f"agent-{profile}.log")
+        env = dict(os.environ, WATT_CONFIG_DIR=conf)
+        args = [watt, "agent", "--root", "/", "--config", self.ini, "--profile", profile,
+                "--interval", interval, "--control", self.sock,
+                "--listen", f"127.0.0.1:{self.port}"]
+        with open(self.log, "w") as log:
+            self.p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+    def get(self, path):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+            return r.read().decode()
+
+    def up(self, timeout=10):
+        """True once /healthz answers; False if the agent exited."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.p.poll() is not None:
+                return False
+            try:
+                if self.get("/healthz").startswith("ok"):
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def metrics(self):
+        """{name{labels}: value} of every sample of /metrics."""
+        out = {}
+        try:
+            text = self.get("/metrics")
+        except OSError:
+            return out
+        for ln in text.splitlines():
+            m = re.match(r"([a-zA-Z_:][\w:]*(\{[^}]*\})?) (\S+)", ln)
+            if m and not ln.startswith("#"):
+                try:
+                    out[m.group(1)] = float(m.group(3))
+                except ValueError:
+                    pass
+        return out
+
+    def status(self):
+        r = subprocess.run([self.watt, "ctl", "--socket", self.sock, "status"],
+                           capture_output=True, text=True, timeout=5)
+        try:
+            return json.loads(r.stdout) if r.returncode == 0 else {}
+        except ValueError:
+            return {}
+
+    def pack(self):
+        """watt ctl status's member "pack" ({} without one)."""
+        return self.status().get("pack") or {}
+
+    def text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+            self.p.wait()
+
+    def stop(self):
+        """SIGTERM (SIGKILL after 10 s): the exit status, None if killed."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                return self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                return None
+        return self.p.returncode
+
+    def restore(self):
+        """`watt restore` of this agent's journal: (exit status, output)."""
+        r = subprocess.run([self.watt, "restore", "--root", "/", "--journal",
+                            self.journal.lstrip("/")], capture_output=True, text=True,
+                           timeout=30)
+        return r.returncode, (r.stdout + r.stderr).strip()
