@@ -182,6 +182,8 @@ def main():
     out(f"# load: dutyload 1 thread at 30 % of a CPU in {NAME}; {a.rounds} rounds of "
         f"{a.seconds:g} s unpacked then packed; the agent at --interval 0.25 with [pack] "
         "window_s 1, interval_s 0.25")
+    busy, who = packlab.machine_busy(2)
+    out(f"# the machine without the load, over 2 s: {busy:.2f} CPUs busy ({who})")
     if driver in ("none", "?"):
         out("# no cpuidle driver: residency is /proc/stat's idle share; wake-ups are the "
             "interrupts CPU 1 took (an upper bound) and its idle entries")

@@ -236,6 +236,58 @@ def _stat_cpu(cpu):
     return None
 
 
+def _proc_ticks():
+    """{pid: (comm, utime + stime ticks)} of every process."""
+    out = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            st = read(f"/proc/{pid}/stat")
+            if st:
+                comm, rest = st.rsplit(b")", 1)
+                v = rest.split()
+                out[int(pid)] = (comm.split(b"(", 1)[1].decode(errors="replace"),
+                                 int(v[11]) + int(v[12]))
+    return out
+
+
+def _cpu_line():
+    for ln in (read("/proc/stat") or b"").decode().splitlines():
+        if ln.startswith("cpu "):
+            n = [int(x) for x in ln.split()[1:]]
+            return sum(n[:8]) - n[3] - n[4], sum(n[:8])
+    return 0, 0
+
+
+def machine_busy(seconds):
+    """Busy CPUs of the whole machine over SECONDS (/proc/stat's cpu line:
+    what the packer's demand is made of), and the busiest processes then
+    ("comm[pid] N %" of a CPU)."""
+    p0, (b0, t0) = _proc_ticks(), _cpu_line()
+    time.sleep(seconds)
+    p1, (b1, t1) = _proc_ticks(), _cpu_line()
+    hz = os.sysconf("SC_CLK_TCK")
+    top = sorted(((v[1] - p0[k][1], f"{v[0]}[{k}]") for k, v in p1.items() if k in p0),
+                 reverse=True)[:4]
+    who = ", ".join(f"{name} {100 * d / hz / seconds:.0f} %" for d, name in top if d > 0)
+    return (len(online_cpus()) * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0), who
+
+
+def wait_quiet(max_busy, timeout, say=print):
+    """Wait until the machine's other work is under MAX_BUSY CPUs over
+    2 s (other tests and builds share this machine; the packer's demand
+    counts them). The last figure, and whether it was reached."""
+    end = time.monotonic() + timeout
+    while True:
+        b, who = machine_busy(2)
+        if b <= max_busy:
+            return b, True
+        if time.monotonic() > end:
+            say(f"# the machine stayed busy with other work: {b:.2f} CPUs over 2 s after "
+                f"{timeout:.0f} s of waiting ({who})")
+            return b, False
+        say(f"# waiting for the machine to be quiet: {b:.2f} CPUs busy ({who})")
+
+
 def _cpuidle(cpu):
     """{state: (time µs, usage)} or {} without a cpuidle driver."""
     out = {}
