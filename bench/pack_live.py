@@ -77,9 +77,9 @@ def counter(m, name):
     return sum(v for k, v in m.items() if k == name or k.startswith(name + "{"))
 
 
-def packed_round(a, cg, first, freed, seconds, entries, out):
+def packed_round(a, cg, pset, freed, seconds, entries, out):
     """Wait for the pack, measure; the figures and the agent's costs."""
-    took = packlab.poll_until(lambda: cg.cpus() == first, 20, 0.01)
+    took = packlab.poll_until(lambda: cg.cpuset_is(pset), 20, 0.01)
     if took is None:
         out(f"# the agent did not pack {NAME} (cpuset.cpus {cg.cpus()!r}); its log:")
         out(a.text()[-1500:])
@@ -100,11 +100,11 @@ def packed_round(a, cg, first, freed, seconds, entries, out):
 
 
 def rise(load, cg, grown, seconds=3.0):
-    """Raise the load to 1.5 CPUs: (seconds until cpuset.cpus == GROWN or
-    None, loops/s over SECONDS after the rise)."""
+    """Raise the load to 1.5 CPUs: (seconds until cpuset.cpus is the set
+    GROWN, or None; loops/s over SECONDS after the rise)."""
     t = time.monotonic()
     load.rise()
-    seen = packlab.poll_until(lambda: cg.cpus() == grown, 5, 0.001) if grown else None
+    seen = packlab.poll_until(lambda: cg.cpuset_is(grown), 5, 0.001) if grown else None
     time.sleep(max(0.0, t + seconds + 0.2 - time.monotonic()))
     return (None if seen is None else seen - t), load.rate(t, t + seconds)
 
@@ -173,7 +173,8 @@ def main():
             return 1
     out = Out(a.output)
     lock = packlab.lab_lock()
-    freed, first, grown = online[-1], str(online[0]), packlab.cpulist(online)
+    freed, grown = online[-1], packlab.cpulist(online)
+    pset = {online[0]}
     driver = (packlab.read(packlab.CPU + "/cpuidle/current_driver") or b"?").decode().strip()
     out(f"# bench/pack_live.py, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
     out(f"# kernel {os.uname().release}; online CPUs {grown}; cpuset cgroup v{ver} at {top}; "
@@ -202,11 +203,11 @@ def main():
         for _ in range(a.rounds):
             u = packlab.measure(freed, a.seconds, entries)
             agent = packlab.Agent(a.watt, tmp, conf, "pbench")
-            p = packed_round(agent, cg, first, freed, a.seconds, entries, out) \
+            p = packed_round(agent, cg, pset, freed, a.seconds, entries, out) \
                 if agent.up() else None
             agent.stop()
             agent = None
-            packlab.poll_until(lambda: cg.cpus() == grown, 5, 0.01)
+            packlab.poll_until(lambda: cg.cpuset_is(online), 5, 0.01)
             rows.append((u, p))
         table(out, rows, freed)
 
@@ -216,10 +217,10 @@ def main():
         load = packlab.Load(dutyload)
         cg.add(load.pid)
         agent = packlab.Agent(a.watt, tmp, conf, "pbench")
-        if agent.up() and packlab.poll_until(lambda: cg.cpus() == first, 20, 0.01):
+        if agent.up() and packlab.poll_until(lambda: cg.cpuset_is(pset), 20, 0.01):
             time.sleep(1.0)
             m0 = agent.metrics()
-            lat, thr = rise(load, cg, grown)
+            lat, thr = rise(load, cg, online)
             m1 = agent.metrics()
             n = counter(m1, "watt_pack_grow_latency_seconds_count") - counter(
                 m0, "watt_pack_grow_latency_seconds_count")

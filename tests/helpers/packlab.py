@@ -136,15 +136,32 @@ def cpusets(top):
     return out
 
 
+def parse_cpulist(text):
+    """The set of CPUs of a kernel cpu-list ("0-2,5"; "" is empty)."""
+    out = set()
+    for part in (text or "").strip().split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
 class Cgroup:
     """NAME in the cpuset hierarchy and in cgroup2 (for cpu.pressure).
     Made with the parent's CPUs and memory nodes (v1 needs both before a
     task may join); remove() moves what is left to the root and removes
-    the directories, children first, and is safe to call twice."""
+    the directories, children first, and is safe to call twice. On a
+    cgroup2 cpuset hierarchy the root's cgroup.subtree_control gets
+    +cpuset for the test if it lacks it (put back by remove()): the
+    cgroup's cpuset.cpus exists only then."""
 
     def __init__(self, name, v1, v2):
         self.name, self.dirs, self.mount = name, [], {}
+        self.enabled = None
         cs, ver = cpuset_dir(v1, v2)
+        if ver == 2 and b"cpuset" not in (read(f"{cs}/cgroup.subtree_control") or b"").split():
+            write(f"{cs}/cgroup.subtree_control", "+cpuset")
+            self.enabled = f"{cs}/cgroup.subtree_control"
         self.cpuset = os.path.join(cs, name)
         self.version = ver
         self.v2 = os.path.join(v2, name) if v2 else None
@@ -177,6 +194,17 @@ class Cgroup:
         v = read(f"{self.cpuset}/cpuset.cpus")
         return None if v is None else v.decode().strip()
 
+    def cpuset_is(self, cpus):
+        """Whether the cgroup's cpuset.cpus is the set CPUS (on cgroup2 an
+        empty one inherits the parent's: every online CPU here)."""
+        v = self.cpus()
+        if v is None:
+            return False
+        s = parse_cpulist(v)
+        if not s and self.version == 2:
+            s = set(online_cpus())
+        return s == set(cpus)
+
     def remove(self):
         errors = []
         for d in sorted(self.dirs, key=len, reverse=True):
@@ -199,6 +227,12 @@ class Cgroup:
             else:
                 errors.append(f"{d}: {err}")
         self.dirs = [d for d in self.dirs if os.path.isdir(d)]
+        if self.enabled and not self.dirs:
+            try:
+                write(self.enabled, "-cpuset")
+                self.enabled = None
+            except OSError as e:
+                errors.append(f"{self.enabled}: -cpuset: {e}")
         return errors
 
 
