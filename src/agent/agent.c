@@ -82,6 +82,10 @@ struct agent {
                               * sampling interval is longer */
     struct agent_tuning tune;
     bool tune_started;
+    int pfd;           /* the packer's timer ([pack] interval_s), -1 before start */
+    double pack_every; /* the interval it is armed at; 0: disarmed */
+    int *pack_fds;     /* the packer's PSI trigger fds in the epoll set (EPOLLPRI) */
+    size_t npack_fds;
     /* CONFDIR/devices.conf, the policy `watt report` and `watt tune` use:
      * read at start and on SIGHUP; NULL: none, built-in rules only. */
     char *confdir;
@@ -810,6 +814,51 @@ static void arm_guard_timer(struct agent *a)
     (void)timerfd_settime(a->gfd, 0, &its, NULL);
 }
 
+/* The packer's timer and PSI triggers follow the packer: it may start
+ * late (a locked journal) or change with a reload. */
+static void sync_pack(struct agent *a)
+{
+    double every = agent_tuning_pack_interval(&a->tune);
+    if (every != a->pack_every && a->pfd >= 0) {
+        struct itimerspec its = {{0, 0}, {0, 0}};
+        if (every > 0) {
+            its.it_interval.tv_sec = (time_t)every;
+            its.it_interval.tv_nsec = (long)((every - (double)(time_t)every) * 1e9);
+            its.it_value = its.it_interval;
+        }
+        (void)timerfd_settime(a->pfd, 0, &its, NULL);
+        a->pack_every = every;
+    }
+    const int *fds;
+    size_t n = agent_tuning_pack_fds(&a->tune, &fds);
+    if (n == a->npack_fds && (!n || !memcmp(fds, a->pack_fds, n * sizeof(*fds))))
+        return;
+    for (size_t i = 0; i < a->npack_fds; i++)
+        (void)epoll_ctl(a->epfd, EPOLL_CTL_DEL, a->pack_fds[i], NULL);
+    free(a->pack_fds);
+    a->pack_fds = NULL;
+    a->npack_fds = 0;
+    if (!n)
+        return;
+    a->pack_fds = xcalloc(n, sizeof(*fds));
+    for (size_t i = 0; i < n; i++) {
+        struct epoll_event ev = {.events = EPOLLPRI, .data.fd = fds[i]};
+        if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fds[i], &ev) == 0)
+            a->pack_fds[a->npack_fds++] = fds[i];
+        else
+            fprintf(stderr, "watt agent: packer: cannot poll its PSI trigger: %s\n",
+                    strerror(errno));
+    }
+}
+
+static bool is_pack_fd(const struct agent *a, int fd)
+{
+    for (size_t i = 0; i < a->npack_fds; i++)
+        if (a->pack_fds[i] == fd)
+            return true;
+    return false;
+}
+
 static void apply_overrides(struct agent_config *c, const struct agent_config *o, unsigned mask)
 {
     if (mask & AGENT_OVR_LISTEN) {
@@ -878,6 +927,7 @@ static void reload_config(struct agent *a)
         agent_attrib_set_model(a->attrib, &a->model);
     arm_timer(a);
     arm_guard_timer(a);
+    sync_pack(a);
     fprintf(stderr, "watt agent: config reloaded from %s\n", a->config_path);
 }
 
@@ -1028,7 +1078,8 @@ static int open_fds(struct agent *a)
     a->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     a->gfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (a->epfd < 0 || a->sfd < 0 || a->tfd < 0 || a->gfd < 0)
+    a->pfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (a->epfd < 0 || a->sfd < 0 || a->tfd < 0 || a->gfd < 0 || a->pfd < 0)
         return -errno;
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = a->sfd};
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sfd, &ev) < 0)
@@ -1038,6 +1089,9 @@ static int open_fds(struct agent *a)
         return -errno;
     ev.data.fd = a->gfd;
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->gfd, &ev) < 0)
+        return -errno;
+    ev.data.fd = a->pfd;
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->pfd, &ev) < 0)
         return -errno;
     return arm_timer(a);
 }
@@ -1067,6 +1121,9 @@ static void agent_close(struct agent *a)
         close(a->tfd);
     if (a->gfd >= 0)
         close(a->gfd);
+    if (a->pfd >= 0)
+        close(a->pfd);
+    free(a->pack_fds);
     if (a->cfd >= 0)
         ctlsock_close(a->cfg.control, &a->ctl);
     free(a->tls_cert_pem);
@@ -1130,6 +1187,7 @@ static void loop(struct agent *a)
         int n = epoll_wait(a->epfd, evs, ARRAY_SIZE(evs), timeout);
         if (n < 0 && errno != EINTR)
             break;
+        uint64_t woke = now_monotonic_ns();
         for (int i = 0; i < n; i++) {
             uint64_t ticks;
             if (evs[i].data.fd == lfd) {
@@ -1137,13 +1195,23 @@ static void loop(struct agent *a)
             } else if (evs[i].data.fd == a->tfd) {
                 if (read(a->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
                     continue;
-                if (!guard_timer_needed(a)) /* the guard first: the sample shows it */
+                if (!guard_timer_needed(a)) { /* the guard first: the sample shows it */
                     agent_tuning_tick(&a->tune, now_monotonic_ns());
+                    sync_pack(a);
+                }
                 take_sample(a);
                 conns_tick(a->conns);
             } else if (evs[i].data.fd == a->gfd) {
-                if (read(a->gfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+                if (read(a->gfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
                     agent_tuning_tick(&a->tune, now_monotonic_ns());
+                    sync_pack(a);
+                }
+            } else if (evs[i].data.fd == a->pfd) {
+                if (read(a->pfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+                    agent_tuning_pack_tick(&a->tune, now_monotonic_ns());
+            } else if (is_pack_fd(a, evs[i].data.fd)) {
+                /* CPU pressure on the packed set: grow now, not at the tick */
+                agent_tuning_pack_pressure(&a->tune, evs[i].data.fd, woke);
             } else if (evs[i].data.fd == a->sfd) {
                 on_signal(a);
             } else if (evs[i].data.fd == a->cfd) {
@@ -1168,6 +1236,7 @@ int agent_run(const struct agent_config *start, const char *config_path, bool co
                       .sfd = -1,
                       .tfd = -1,
                       .gfd = -1,
+                      .pfd = -1,
                       .cfd = -1,
                       .ctl = {.fd = -1},
                       .lfd = -1,
@@ -1218,6 +1287,7 @@ int agent_run(const struct agent_config *start, const char *config_path, bool co
         a.tune_started = true;
         r = agent_tuning_start(&a.tune, a.h, &a.cfg);
         arm_guard_timer(&a);
+        sync_pack(&a);
     }
     if (r >= 0)
         r = start_http(&a);

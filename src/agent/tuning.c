@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/strbuf.h"
 #include "base/util.h"
 #include "sense/devpolicy.h"
 #include "tune/journal.h"
@@ -75,7 +76,8 @@ static bool has_stale(struct agent_tuning *t)
     bool stale = false;
     for (size_t i = 0; i < log.n && !stale; i++)
         stale = (!t->applied && streq(log.v[i].owner, OWNER)) ||
-                streq(log.v[i].owner, GUARD_JOURNAL_OWNER);
+                streq(log.v[i].owner, GUARD_JOURNAL_OWNER) ||
+                (!t->packer && streq(log.v[i].owner, PACK_JOURNAL_OWNER));
     journal_log_free(&log);
     return stale;
 }
@@ -95,6 +97,8 @@ static int recover(struct agent_tuning *t)
         return r;
     const char *why = t->applied ? "left by a stopped guard" : "left by a previous run";
     restore_owner(j, GUARD_JOURNAL_OWNER, why);
+    if (!t->packer)
+        restore_owner(j, PACK_JOURNAL_OWNER, why);
     if (!t->applied)
         restore_owner(j, OWNER, why);
     journal_close(j);
@@ -107,6 +111,8 @@ struct loaded {
     struct profile *p;
     struct guard_config gc;
     bool has_guard;
+    struct pack_config pc;
+    bool has_pack;
 };
 
 static void loaded_clear(struct loaded *l)
@@ -114,6 +120,8 @@ static void loaded_clear(struct loaded *l)
     profile_free(l->p);
     if (l->has_guard)
         guard_config_clear(&l->gc);
+    if (l->has_pack)
+        pack_config_clear(&l->pc);
     *l = (struct loaded){0};
 }
 
@@ -137,6 +145,12 @@ static int load(struct agent_tuning *t, const char *name, struct loaded *ret)
     if (r >= 0) {
         r = guard_config_from_profile(t->h, l.p, &l.gc, &err);
         l.has_guard = r == 0;
+        if (r == -ENOENT)
+            r = 0;
+    }
+    if (r >= 0) {
+        r = pack_config_from_profile(t->h, l.p, &l.pc, &err);
+        l.has_pack = r == 0;
         if (r == -ENOENT)
             r = 0;
     }
@@ -199,6 +213,22 @@ static void start_guard(struct agent_tuning *t)
             what, c->latency_us, c->workload.spec, c->busy_after_s, c->idle_after_s);
 }
 
+static void start_packer(struct agent_tuning *t)
+{
+    packer_new(t->h, &t->pc, t->journal, &t->packer);
+    struct pack_status st;
+    packer_get_status(t->packer, &st);
+    struct strbuf b = {0};
+    for (size_t i = 0; i < t->pc.ncgroups; i++)
+        strbuf_appendf(&b, "%s%s", i ? " " : "", t->pc.cgroups[i]);
+    fprintf(stderr,
+            "watt agent: packer: cgroups %s on %s, headroom %g, every %g s over a %g-s window; "
+            "pressure: %s\n",
+            strbuf_str(&b), st.hierarchy, t->pc.headroom, t->pc.interval_s, t->pc.window_s,
+            st.pressure_source);
+    strbuf_free(&b);
+}
+
 /* Take the loaded profile as the running one (applied by settle()). */
 static void adopt(struct agent_tuning *t, const char *name, struct loaded *l)
 {
@@ -211,6 +241,11 @@ static void adopt(struct agent_tuning *t, const char *name, struct loaded *l)
     t->gc = l->gc;
     t->has_gc = l->has_guard;
     l->has_guard = false;
+    if (t->has_pc)
+        pack_config_clear(&t->pc);
+    t->pc = l->pc;
+    t->has_pc = l->has_pack;
+    l->has_pack = false;
     t->applied = false;
     t->nchanges = 0;
     t->need_apply = true;
@@ -236,6 +271,8 @@ static int settle(struct agent_tuning *t)
     }
     if (t->has_gc && !t->guard)
         start_guard(t);
+    if (t->has_pc && !t->packer)
+        start_packer(t);
     return 0;
 }
 
@@ -261,7 +298,9 @@ int agent_tuning_start(struct agent_tuning *t, struct host *h, const struct agen
 
 void agent_tuning_tick(struct agent_tuning *t, uint64_t now_ns)
 {
-    if ((t->need_recover || t->need_apply || (t->has_gc && !t->guard)) && settle(t) < 0)
+    if ((t->need_recover || t->need_apply || (t->has_gc && !t->guard) ||
+         (t->has_pc && !t->packer)) &&
+        settle(t) < 0)
         fprintf(stderr, "watt agent: profile %s is not in force\n", t->profile);
     if (!t->guard)
         return;
@@ -274,6 +313,30 @@ void agent_tuning_tick(struct agent_tuning *t, uint64_t now_ns)
 static void pause_100ms(void)
 {
     nanosleep(&(struct timespec){0, 100000000}, NULL);
+}
+
+/* Put the cpusets back and stop the packer. WAIT: a locked journal is
+ * tried for up to 2 s; what still fails is restored at the next start
+ * (or by settle(), as soon as the journal is free). */
+static void stop_packer(struct agent_tuning *t, bool wait)
+{
+    if (!t->packer)
+        return;
+    int r;
+    for (int tries = 0;; tries++) {
+        _cleanup_free_ char *err = NULL;
+        r = packer_release(t->packer, &err);
+        if (r != -EBUSY || !wait || tries >= 20) {
+            if (r < 0)
+                fprintf(stderr, "watt agent: %s\n", err);
+            break;
+        }
+        pause_100ms();
+    }
+    if (r < 0)
+        t->need_recover = true;
+    packer_free(t->packer); /* released: frees only */
+    t->packer = NULL;
 }
 
 /* Release and stop the guard. WAIT: a locked journal (per-CPU mode) is
@@ -306,6 +369,7 @@ static void stop_guard(struct agent_tuning *t, bool wait)
  * locked journal for up to 2 s: the lock is only ever held briefly. */
 static int unwind(struct agent_tuning *t, bool on_exit)
 {
+    stop_packer(t, on_exit);
     stop_guard(t, on_exit);
     if (!t->applied || !t->nchanges)
         return 0;
@@ -343,6 +407,9 @@ static void drop_profile(struct agent_tuning *t)
     if (t->has_gc)
         guard_config_clear(&t->gc);
     t->has_gc = false;
+    if (t->has_pc)
+        pack_config_clear(&t->pc);
+    t->has_pc = false;
     t->need_apply = false;
     t->applied = false;
     t->nchanges = 0;
@@ -388,7 +455,9 @@ void agent_tuning_stop(struct agent_tuning *t)
     if (t->restore_on_exit) {
         unwind(t, true);
     } else {
-        /* a constraint nobody watches would hold for ever: always let go */
+        /* a constraint nobody watches would hold for ever: always let go;
+         * so would a packed set nobody grows */
+        stop_packer(t, true);
         stop_guard(t, true);
         if (t->applied && t->nchanges)
             fprintf(stderr,
@@ -429,6 +498,44 @@ static void guard_json(const struct guard *g, uint64_t now_ns, struct json *j)
     json_object_end(j);
 }
 
+static void pack_json(const struct packer *p, struct json *j)
+{
+    struct pack_status st;
+    packer_get_status(p, &st);
+    json_key(j, "pack");
+    json_object_begin(j);
+    json_kv_string(j, "state", st.state);
+    json_kv_string(j, "cpus", st.cpus);
+    json_kv_u64(j, "ncpus", st.ncpus);
+    json_kv_double(j, "demand_cpus", st.demand_cpus);
+    json_kv_double(j, "target_cpus", st.target_cpus);
+    json_kv_string(j, "hierarchy", st.hierarchy);
+    json_kv_string(j, "pressure", st.pressure_source);
+    json_kv_double(j, "interval_s", st.interval_s);
+    json_key(j, "cgroups");
+    json_array_begin(j);
+    for (size_t i = 0; i < st.ncgroups; i++) {
+        json_object_begin(j);
+        json_kv_string(j, "path", st.cgroups[i].path);
+        json_kv_bool(j, "packed", st.cgroups[i].packed);
+        json_kv_string(j, "note", st.cgroups[i].note);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_key(j, "actions");
+    json_object_begin(j);
+    for (int a = PACK_KEEP; a <= PACK_REPLAN; a++)
+        if (a != PACK_KEEP)
+            json_kv_u64(j, pack_action_name(a), st.actions[a]);
+    json_object_end(j);
+    json_kv_u64(j, "pressure_events", st.pressure_events);
+    json_kv_double(j, "last_grow_latency_s", st.last_grow_latency_s);
+    json_kv_u64(j, "grows_by_pressure", st.grow_latency_count);
+    json_kv_u64(j, "failures", st.failures);
+    json_kv_string(j, "note", st.note);
+    json_object_end(j);
+}
+
 void agent_tuning_status(const struct agent_tuning *t, uint64_t now_ns, struct json *j)
 {
     json_kv_string(j, "profile", t->profile);
@@ -444,4 +551,39 @@ void agent_tuning_status(const struct agent_tuning *t, uint64_t now_ns, struct j
         guard_json(t->guard, now_ns, j);
     else
         json_kv_null(j, "guard");
+    if (t->packer)
+        pack_json(t->packer, j);
+    else
+        json_kv_null(j, "pack");
+}
+
+double agent_tuning_pack_interval(const struct agent_tuning *t)
+{
+    return t->packer ? t->pc.interval_s : 0;
+}
+
+void agent_tuning_pack_tick(struct agent_tuning *t, uint64_t now_ns)
+{
+    if (!t->packer)
+        return;
+    _cleanup_free_ char *msg = NULL;
+    packer_tick(t->packer, now_ns, &msg);
+    if (msg)
+        fprintf(stderr, "watt agent: %s\n", msg);
+}
+
+void agent_tuning_pack_pressure(struct agent_tuning *t, int fd, uint64_t woke_ns)
+{
+    if (!t->packer)
+        return;
+    _cleanup_free_ char *msg = NULL;
+    packer_pressure(t->packer, fd, woke_ns, &msg);
+    if (msg)
+        fprintf(stderr, "watt agent: %s\n", msg);
+}
+
+size_t agent_tuning_pack_fds(const struct agent_tuning *t, const int **ret)
+{
+    *ret = NULL;
+    return t->packer ? packer_fds(t->packer, ret) : 0;
 }

@@ -15,6 +15,7 @@
 #include "base/json.h"
 #include "host/host.h"
 #include "tune/guard.h"
+#include "tune/packer.h"
 
 struct profile;
 
@@ -30,9 +31,12 @@ struct agent_tuning {
     struct profile *prof;   /* owned */
     struct guard_config gc; /* the profile's [latency], when has_gc */
     bool has_gc;
-    struct guard *guard; /* NULL: no [latency], or not started yet */
-    size_t nchanges;     /* values the profile changed */
-    bool locked_logged;  /* "journal locked" said once per wait */
+    struct guard *guard;   /* NULL: no [latency], or not started yet */
+    struct pack_config pc; /* the profile's [pack], when has_pc */
+    bool has_pc;
+    struct packer *packer; /* NULL: no [pack], or not started yet */
+    size_t nchanges;       /* values the profile changed */
+    bool locked_logged;    /* "journal locked" said once per wait */
 };
 
 /* Where profiles.d/ and devices.conf are: C's config_dir, else
@@ -50,5 +54,13 @@ void agent_tuning_tick(struct agent_tuning *t, uint64_t now_ns);
 void agent_tuning_reload(struct agent_tuning *t, const struct agent_config *c);
 /* Exit: release the guard, restore the profile's values when configured. */
 void agent_tuning_stop(struct agent_tuning *t);
-/* "profile", "tuning" and "guard" members for `watt ctl status`. */
+/* "profile", "tuning", "guard" and "pack" members for `watt ctl status`. */
 void agent_tuning_status(const struct agent_tuning *t, uint64_t now_ns, struct json *j);
+
+/* The packer ([pack]): its tick (every agent_tuning_pack_interval()
+ * seconds, 0 when there is no packer), and a PSI trigger fd of
+ * agent_tuning_pack_fds() that polled EPOLLPRI at WOKE_NS. */
+double agent_tuning_pack_interval(const struct agent_tuning *t);
+void agent_tuning_pack_tick(struct agent_tuning *t, uint64_t now_ns);
+void agent_tuning_pack_pressure(struct agent_tuning *t, int fd, uint64_t woke_ns);
+size_t agent_tuning_pack_fds(const struct agent_tuning *t, const int **ret);

@@ -25,3 +25,17 @@ enum mountinfo_trace_kind {
  * -EBADMSG when a line is not mountinfo (*ret_line, when not NULL, gets
  * its 1-based number). */
 int mountinfo_find_tracing(const char *text, size_t len, char **ret_path, unsigned *ret_line);
+
+/* Where the cgroup hierarchies are (the packer's cpuset writes,
+ * tune/packer.h): the first cgroup2 mount (*ret_v2) and the first cgroup
+ * v1 mount whose super options hold "cpuset" (*ret_v1_cpuset), each of
+ * its file system's root only; absolute, decoded, owned, NULL when none.
+ * Returns a bit set (1: v2 found, 2: v1 cpuset found), or -EBADMSG when a
+ * line is not mountinfo (*ret_line, when not NULL, gets its number;
+ * nothing is returned then). */
+int mountinfo_find_cgroup(const char *text, size_t len, char **ret_v2, char **ret_v1_cpuset,
+                          unsigned *ret_line);
+/* A mount point under /sys as a path relative to HOST_SYS
+ * ("/sys/fs/cgroup/cpuset" gives "fs/cgroup/cpuset"), owned; NULL when it
+ * is elsewhere. */
+char *mountinfo_under_sys(const char *mount);

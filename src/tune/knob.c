@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "base/cpuset.h"
 #include "base/util.h"
 
 #define DEVICE_MAX_DEPTH 16 /* "**": names in a device path */
@@ -33,6 +34,9 @@ static const struct knob knobs[] = {
      KNOB_V_WORD},
     {"devices.pcie_aspm", HOST_SYS, "module/pcie_aspm/parameters/policy",
      KNOB_V_WORD | KNOB_V_CHOICE},
+    /* the packer (tune/packer.h): a cgroup's cpuset, on the v2 hierarchy
+     * or the v1 cpuset one, mounted under /sys/fs/cgroup */
+    {"cgroup.cpuset_cpus", HOST_SYS, "fs/cgroup/**/cpuset.cpus", KNOB_V_CPULIST},
     {"kernel.nmi_watchdog", HOST_PROC, "sys/kernel/nmi_watchdog", KNOB_V_BIT},
     {"kernel.dirty_writeback_centisecs", HOST_PROC, "sys/vm/dirty_writeback_centisecs",
      KNOB_V_UINT},
@@ -163,6 +167,36 @@ static bool choice_list(const char *s, size_t n)
     return bracketed == 1;
 }
 
+/* "0-3,8,10-11" or "": what cpulist_parse() in the kernel takes for a
+ * cpuset (lib/bitmap-str.c without the ":used/group" form, which cpuset
+ * files never show), ids at most CPUSET_MAX_CPU, each range rising. */
+static bool cpu_list(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned long lo = 0, hi;
+        size_t d = 0;
+        for (; i < n && s[i] >= '0' && s[i] <= '9' && d < 5; i++, d++)
+            lo = lo * 10 + (unsigned long)(s[i] - '0');
+        if (d == 0 || lo > CPUSET_MAX_CPU)
+            return false;
+        hi = lo;
+        if (i < n && s[i] == '-') {
+            i++;
+            hi = 0, d = 0;
+            for (; i < n && s[i] >= '0' && s[i] <= '9' && d < 5; i++, d++)
+                hi = hi * 10 + (unsigned long)(s[i] - '0');
+            if (d == 0 || hi > CPUSET_MAX_CPU || hi < lo)
+                return false;
+        }
+        if (i == n)
+            return true;
+        if (s[i] != ',' || ++i == n)
+            return false;
+    }
+    return true; /* empty */
+}
+
 bool knob_value_ok(const struct knob *k, const char *value)
 {
     if (!k || !value)
@@ -186,6 +220,8 @@ bool knob_value_ok(const struct knob *k, const char *value)
         ((n == 2 && !memcmp(value, "on", 2)) || (n == 4 && !memcmp(value, "auto", 4))))
         return true;
     if ((v & KNOB_V_CHOICE) && choice_list(value, n))
+        return true;
+    if ((v & KNOB_V_CPULIST) && cpu_list(value, n))
         return true;
     return false;
 }

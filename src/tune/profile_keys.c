@@ -32,6 +32,7 @@ static const char *const w_aspm[] = {"default",        "performance", "powersave
                                      "powersupersave", "keep",        NULL};
 static const char *const w_idle_latency[] = {"none", "first", NULL};
 static const char *const w_qos_latency[] = {"none", "n/a", NULL};
+static const char *const w_missing[] = {"error", "skip", NULL};
 
 #define LATENCY_MAX_US 2000000000.0 /* the cpu_dma_latency default: no constraint */
 #define FREQ_MAX_KHZ   100000000.0  /* 100 GHz: above any CPU, catches unit slips */
@@ -108,11 +109,32 @@ const struct profile_key profile_keys[] = {
         .help = "busy for this long (s) before the limit is held"),
     KEY("latency", "idle_after_s", PROFILE_KEY_REAL, .min = 0, .max = 86400,
         .help = "idle for this long (s) before the limit is released"),
+
+    KEY("pack", "cgroups", PROFILE_KEY_TEXT,
+        .help = "cgroups to pack, space-separated (system.slice user.slice machine.slice)",
+        .file = "fs/cgroup/CGROUP/cpuset.cpus (v2, or the v1 cpuset hierarchy)"),
+    KEY("pack", "missing", PROFILE_KEY_WORDS, .words = w_missing,
+        .help = "a named cgroup that does not exist: error (at load) or skip"),
+    KEY("pack", "headroom", PROFILE_KEY_REAL, .min = 0, .max = 10,
+        .help = "plan for demand x (1 + headroom) CPUs (0.25)"),
+    KEY("pack", "shrink_slack", PROFILE_KEY_REAL, .min = 0, .max = 10,
+        .help = "shrink only when demand x (1 + headroom) x (1 + slack) fits (0.25)"),
+    KEY("pack", "min_cpus", PROFILE_KEY_INT, .min = 1, .max = 8192,
+        .help = "the packed set holds at least this many CPUs (1)"),
+    KEY("pack", "window_s", PROFILE_KEY_REAL, .min = 1, .max = 3600,
+        .help = "demand: the machine's busy CPUs over this window, s (10)"),
+    KEY("pack", "interval_s", PROFILE_KEY_REAL, .min = 0.1, .max = 60,
+        .help = "the packer's tick, s (1)"),
+    KEY("pack", "pressure_stall_us", PROFILE_KEY_INT, .min = 1, .max = 10000000,
+        .help = "PSI trigger: grow at this much CPU stall (µs) per window (10000)",
+        .file = "cpu.pressure of each cgroup (cgroup2), else proc: pressure/cpu"),
+    KEY("pack", "pressure_window_us", PROFILE_KEY_INT, .min = 500000, .max = 10000000,
+        .help = "PSI trigger window, µs (500000)"),
 };
 const size_t profile_nkeys = ARRAY_SIZE(profile_keys);
 
-const char *const profile_sections[] = {"profile", "cpufreq", "cpuidle", "pm_qos",
-                                        "devices", "kernel",  "latency", NULL};
+const char *const profile_sections[] = {"profile", "cpufreq", "cpuidle", "pm_qos", "devices",
+                                        "kernel",  "latency", "pack",    NULL};
 
 const struct profile_key *profile_key_find(const char *section, const char *key)
 {

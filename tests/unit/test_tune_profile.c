@@ -400,7 +400,7 @@ static void test_text_errors(void **state)
                                          "[cpufreq]?");
     expect_text_error("[main]\nsummary = x\n",
                       "t.conf:1: unknown section [main] (want profile, cpufreq, cpuidle, pm_qos, "
-                      "devices, kernel or latency)");
+                      "devices, kernel, latency or pack)");
     expect_text_error("governor = performance\n",
                       "t.conf:1: 'governor' is outside a section (put it under [cpufreq])");
     expect_text_error("[cpufreq]\ngovernor = fast\n",
