@@ -47,7 +47,7 @@ description = bench/pack_live.py: watt-pack-test packed while its load fits
 [pack]
 cgroups = watt-pack-test
 window_s = 1
-interval_s = 0.25
+interval_s = 0.1
 """
 
 

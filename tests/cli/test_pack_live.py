@@ -62,14 +62,14 @@ MAX_THROUGHPUT_LOSS = 0.05
 # whole machine's: wait (at most QUIET_WAIT_S) until they use under
 # QUIET_CPUS, or the plan could not be one CPU whatever the packer does.
 QUIET_CPUS = 0.5
-QUIET_WAIT_S = float(os.environ.get("WATT_PACK_QUIET_WAIT_S", "120"))
+QUIET_WAIT_S = float(os.environ.get("WATT_PACK_QUIET_WAIT_S", "60"))
 
 PROFILE = """[profile]
 description = live pack test: watt-pack-test packed while its load fits
 [pack]
 cgroups = {cgroups}
 window_s = 1
-interval_s = 0.25
+interval_s = 0.1
 """
 BROKEN = """[profile]
 [cpufreq]
@@ -145,6 +145,7 @@ def unpacked(v1, v2, freed, entries):
 
 
 def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
+    packlab.wait_quiet(QUIET_CPUS, QUIET_WAIT_S)
     cg = packlab.Cgroup(NAME, v1, v2)
     load = agent = None
     online = packlab.online_cpus()
@@ -240,7 +241,7 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
             check(False, f"packed: cgroup removed: {e}")
 
 
-def bad_input(v1, v2, freed, tmp, conf, top):
+def bad_input(v1, v2, ver, freed, tmp, conf, top):
     # a cgroup that does not exist, against a profile the agent refuses
     packlab.write(os.path.join(conf, "profiles.d/broken.conf"), BROKEN)
     packlab.write(os.path.join(conf, "profiles.d/nosuch.conf"),
@@ -259,7 +260,8 @@ def bad_input(v1, v2, freed, tmp, conf, top):
           f"{rc_broken}), message: {line.strip()!r}")
     check(packlab.cpusets(top) == before, "bad input: no cpuset changed")
 
-    # a cpuset the kernel refuses: a child pinned to the freed CPU
+    # a child pinned to the freed CPU: v1 would refuse the parent's shrink
+    packlab.wait_quiet(QUIET_CPUS, QUIET_WAIT_S)  # so that a shrink is due
     cg = packlab.Cgroup(NAME, v1, v2)
     load = agent = None
     try:
@@ -267,22 +269,23 @@ def bad_input(v1, v2, freed, tmp, conf, top):
         load = run_load(cg, settle=0.2)
         before = packlab.cpusets(top)
         agent = packlab.Agent(WATT, tmp, conf, "ptest")
-        check(agent.up(), "bad input: the agent starts with a pinned child cgroup below "
-              + NAME)
-        time.sleep(3)  # several ticks at interval_s 0.25
+        check(agent.up(), f"pinned child: the agent starts with {child} pinned to {freed}")
+        entry = {}
+
+        def noted():
+            nonlocal entry
+            entry = next((c for c in agent.pack().get("cgroups", []) if c.get("path") == NAME), {})
+            return bool(entry.get("note"))
+        packlab.poll_until(noted, 10, 0.1)
         after = packlab.cpusets(top)
         diff = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-        text = agent.text()
-        line = next((ln for ln in text.splitlines() if NAME in ln), "")
-        st = agent.pack()
-        check(not diff, f"bad input: the pinned child ({child}: {str(freed)}): nothing "
-              f"half-applied (differ: {[(k, before.get(k), after.get(k)) for k in diff]})")
-        check(line != "" or NAME in json.dumps(st),
-              f"bad input: the pinned child: a message naming {NAME}: {line.strip()!r}; "
-              f"status pack: {json.dumps(st)[:300]}")
+        check(not diff, f"pinned child: nothing half-applied, every cpuset as it was "
+              f"(differ: {[(k, before.get(k), after.get(k)) for k in diff]})")
+        check(bool(entry.get("note")) and not entry.get("packed"),
+              f"pinned child: {NAME} left alone, and status says why: {json.dumps(entry)}")
         rc = agent.stop()
         check(rc == 0 and packlab.cpusets(top) == before,
-              f"bad input: SIGTERM exits {rc}, every cpuset as it was")
+              f"pinned child: SIGTERM exits {rc}, every cpuset as it was")
     finally:
         if load:
             load.stop()
@@ -291,6 +294,68 @@ def bad_input(v1, v2, freed, tmp, conf, top):
             agent.restore()
         for e in cg.remove():
             check(False, f"bad input: cgroup removed: {e}")
+    if ver == 1:
+        refused(v1, v2, freed, tmp, conf, top)
+
+
+def refused(v1, v2, freed, tmp, conf, top):
+    """A growth the kernel refuses: once the cgroup is packed, a sibling
+    cpuset takes the freed CPU with cpu_exclusive (cgroup-v1/cpusets.rst:
+    an exclusive cpuset's CPUs may not overlap a sibling's), so v1 refuses
+    the cgroup's growth to every CPU (EINVAL) when the load rises. The
+    packer must say so and leave the set as it was, and grow once the
+    sibling is gone."""
+    packlab.wait_quiet(QUIET_CPUS, QUIET_WAIT_S)
+    cg = packlab.Cgroup(NAME, v1, v2)
+    excl = os.path.join(os.path.dirname(cg.cpuset), NAME + "-excl")
+    load = agent = None
+    pset = {packlab.online_cpus()[0]}
+    try:
+        load = run_load(cg, settle=0.2)
+        before = packlab.cpusets(top)
+        agent = packlab.Agent(WATT, tmp, conf, "ptest")
+        check(agent.up(), "refused growth: the agent starts")
+        if packlab.poll_until(lambda: cg.cpuset_is(pset), 15, 0.01) is None:
+            check(False, f"refused growth: {NAME} packed first ({cg.cpus()!r}; "
+                  f"status {json.dumps(agent.pack())[:300]})")
+            return
+        os.mkdir(excl)
+        packlab.write(f"{excl}/cpuset.cpus", str(freed))
+        packlab.write(f"{excl}/cpuset.cpu_exclusive", "1")
+        packed = packlab.read(f"{cg.cpuset}/cpuset.cpus")
+        load.rise()
+        st = {}
+
+        def failing():
+            nonlocal st
+            st = agent.pack()
+            return "refused" in json.dumps(st)
+        packlab.poll_until(failing, 5, 0.05)
+        time.sleep(0.5)
+        line = next((ln for ln in agent.text().splitlines() if "refused" in ln
+                     and NAME in ln), "")
+        check("refused" in json.dumps(st) and NAME in (line + json.dumps(st)),
+              f"refused growth: the kernel's refusal said, naming {NAME}: {line.strip()!r}; "
+              f"status: state {st.get('state')!r}, note {st.get('note')!r}")
+        check(packlab.read(f"{cg.cpuset}/cpuset.cpus") == packed and agent.p.poll() is None,
+              f"refused growth: cpuset.cpus stays {packed!r} byte for byte, the agent runs on")
+        os.rmdir(excl)
+        took = packlab.poll_until(lambda: cg.cpuset_is(packlab.online_cpus()), 5, 0.01)
+        check(took is not None, f"refused growth: the exclusive sibling gone, the set grows "
+              f"({cg.cpus()!r})")
+        rc = agent.stop()
+        check(rc == 0 and packlab.cpusets(top) == before,
+              f"refused growth: SIGTERM exits {rc}, every cpuset as it was")
+    finally:
+        if os.path.isdir(excl):
+            os.rmdir(excl)
+        if load:
+            load.stop()
+        if agent:
+            agent.kill()
+            agent.restore()
+        for e in cg.remove():
+            check(False, f"refused growth: cgroup removed: {e}")
 
 
 def main():
@@ -307,7 +372,8 @@ def main():
     print(f"# cpuset: cgroup v{ver} at {top}; cgroup2 at {v2}; online CPUs {packlab.cpulist(online)}; "
           f"the freed CPU is {freed}; cpuidle driver "
           f"{(packlab.read(packlab.CPU + '/cpuidle/current_driver') or b'?').decode().strip()}")
-    for d in (os.path.join(top, NAME), os.path.join(v2, NAME)):
+    made = (os.path.join(top, NAME), os.path.join(v2, NAME), os.path.join(top, NAME + "-excl"))
+    for d in made:
         if os.path.isdir(d):  # a crashed run's: empty it and take it away
             print(f"# removing {d}, left by an earlier run")
             packlab.remove_tree(d)
@@ -322,11 +388,11 @@ def main():
         print(f"# the machine without the test's load: {busy:.2f} CPUs busy over 2 s")
         base, base_rate = unpacked(v1, v2, freed, entries)
         packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top)
-        bad_input(v1, v2, freed, tmp, conf, top)
+        bad_input(v1, v2, ver, freed, tmp, conf, top)
     finally:
         entries.close()
         shutil.rmtree(tmp, ignore_errors=True)
-        left = [d for d in (os.path.join(top, NAME), os.path.join(v2, NAME)) if os.path.isdir(d)]
+        left = [d for d in made if os.path.isdir(d)]
         check(not left, f"every cgroup made is gone ({left})")
         now = packlab.cpusets(top)
         check(now == original, "every cpuset.cpus of the hierarchy as at the start")
