@@ -290,6 +290,7 @@ struct view {
     struct power_summary ps;
     struct diags diags;
     struct guard_status gs;
+    struct pack_status pk; /* numbers only: its strings are not kept */
     struct agent_self self;
     struct agent_fleet fleet; /* the fleet controller's metrics, read at the sample; owned */
 };
@@ -427,6 +428,12 @@ static void take_sample(struct agent *a)
     costs_update(a);
     a->self.costs = &a->costs;
     v->self = a->self; /* as of this sample: scrapes counted so far */
+    if (a->tune.packer) {
+        packer_get_status(a->tune.packer, &v->pk);
+        v->pk.cgroups = NULL, v->pk.ncgroups = 0;
+        v->pk.state = v->pk.cpus = v->pk.hierarchy = v->pk.pressure_source = v->pk.note = NULL;
+        v->self.pack = &v->pk;
+    }
     if (a->tune.guard) {
         guard_get_status(a->tune.guard, now_monotonic_ns(), &v->gs);
         v->self.guard = &v->gs;

@@ -6,6 +6,7 @@
  * format_double(). */
 #include "agent/metrics.h"
 #include "agent/attrib.h"
+#include "agent/metrics_pack.h"
 #include "agent/metrics_turbo.h"
 #include "agent/metrics_writer.h"
 
@@ -800,6 +801,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
         render_latency(&w, c->cur->latency);
     }
     render_guard(&w, self ? self->guard : NULL);
+    metrics_render_pack(&w, self ? self->pack : NULL);
     agent_attrib_render(&w, self ? self->attrib : NULL);
     render_fleet(&w, self ? self->fleet : NULL);
     if (openmetrics)

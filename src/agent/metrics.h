@@ -71,6 +71,7 @@ struct agent_self {
     uint64_t http_timed_out;           /* ... closed for header_timeout */
     double start_time_s;               /* realtime of the agent's start */
     const struct guard_status *guard;  /* the latency guard; NULL when none runs */
+    const struct pack_status *pack;    /* the packer (numbers only); NULL when none runs */
     const struct agent_attrib *attrib; /* per-cgroup accounting; NULL when off */
     const struct agent_costs *costs;   /* per-sampler costs; NULL: not rendered */
     const struct agent_fleet *fleet;   /* NULL: no fleet_metrics configured */

@@ -93,7 +93,7 @@ static void put_family_name(struct mw *w)
 
 static void put_header(struct mw *w)
 {
-    static const char *const types[] = {"counter", "gauge"};
+    static const char *const types[] = {"counter", "gauge", "histogram"};
     strbuf_append(w->out, "# HELP ");
     put_family_name(w);
     strbuf_putc(w->out, ' ');
@@ -127,6 +127,12 @@ void mw_series(struct mw *w)
         put_header(w);
     strbuf_append(w->out, w->f->name);
     w->nlabels = 0;
+}
+
+void mw_series_suffix(struct mw *w, const char *suffix)
+{
+    mw_series(w);
+    strbuf_append(w->out, suffix);
 }
 
 static void mw_label_key(struct mw *w, const char *key)

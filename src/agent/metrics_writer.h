@@ -8,7 +8,7 @@
 
 #include "base/strbuf.h"
 
-enum fam_type { FAM_COUNTER, FAM_GAUGE };
+enum fam_type { FAM_COUNTER, FAM_GAUGE, FAM_HISTOGRAM };
 
 struct fam {
     const char *name; /* as samples spell it: counters end in _total */
@@ -34,10 +34,18 @@ struct mw {
         .name = n, .type = FAM_GAUGE, .unit = u, .help = h \
     }
 
+#define HISTOGRAM(n, u, h)                                     \
+    {                                                          \
+        .name = n, .type = FAM_HISTOGRAM, .unit = u, .help = h \
+    }
+
 /* Start family f (its metadata goes out with its first series). */
 void mw_fam(struct mw *w, const struct fam *f);
 /* Start a series of the current family; labels follow, then one value. */
 void mw_series(struct mw *w);
+/* A series of the family's name and SUFFIX: a histogram's "_bucket",
+ * "_count" and "_sum". */
+void mw_series_suffix(struct mw *w, const char *suffix);
 void mw_label(struct mw *w, const char *key, const char *value);
 void mw_label_int(struct mw *w, const char *key, int value);
 void mw_value_u64(struct mw *w, uint64_t v);

@@ -139,9 +139,13 @@ static bool cgroup_name_ok(const char *s)
 
 static void config_cgroups(struct host *h, struct from_profile *fp, struct pack_config *c)
 {
-    const char *origin = "default", *s = get(fp, "cgroups", &origin);
-    if (!s)
+    const char *origin = NULL, *s = get(fp, "cgroups", &origin);
+    _cleanup_free_ char *dflt = NULL;
+    if (!s) {
         s = PACK_DEFAULT_CGROUPS;
+        origin = dflt =
+            xasprintf("%s (the default cgroups)", fp->p->origin ? fp->p->origin : fp->p->name);
+    }
     _cleanup_free_ char *copy = xstrdup(s);
     size_t cap = 0;
     char *save = NULL;
@@ -175,7 +179,7 @@ static void config_cgroups(struct host *h, struct from_profile *fp, struct pack_
         pack_hier_clear(&hier);
         return;
     }
-    for (size_t i = 0; i < c->ncgroups && !c->missing_skip; i++) {
+    for (size_t i = 0; i < c->ncgroups && !c->missing_skip && !fp->err; i++) {
         _cleanup_free_ char *dir = xasprintf("%s/%s", hier.base, c->cgroups[i]);
         if (!host_is_dir(h, HOST_SYS, dir)) {
             _cleanup_free_ char *disp = host_display_path(h, HOST_SYS, dir);
@@ -332,6 +336,14 @@ struct packer {
     uint64_t hold_shrink_until;
     int *fds;
     size_t nfds;
+    /* pressure files whose trigger the kernel refused: read at each tick */
+    struct psi_poll {
+        enum host_dir d;
+        char *path;
+        uint64_t total_us, t_ns;
+        bool have;
+    } * polls;
+    size_t npolls;
     char *psi_source;
     char *hier_text;
     char *cpus_text;
@@ -344,6 +356,14 @@ struct packer {
 
 static void open_trigger(struct packer *p, enum host_dir d, const char *path, struct strbuf *src)
 {
+    if (!p->h->live) {
+        /* a recorded tree has no kernel behind its files: read them */
+        _cleanup_free_ char *disp = host_display_path(p->h, d, path);
+        strbuf_appendf(src, "%s%s read every tick (a recorded tree)", src->len ? "; " : "", disp);
+        p->polls = xrealloc(p->polls, (p->npolls + 1) * sizeof(*p->polls));
+        p->polls[p->npolls++] = (struct psi_poll){.d = d, .path = xstrdup(path)};
+        return;
+    }
     int fd = host_open_fd(p->h, d, path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
     _cleanup_free_ char *disp = host_display_path(p->h, d, path);
     if (fd < 0) {
@@ -353,9 +373,12 @@ static void open_trigger(struct packer *p, enum host_dir d, const char *path, st
     char buf[64];
     int n = snprintf(buf, sizeof(buf), "some %u %u", p->c.stall_us, p->c.psi_window_us);
     if (write(fd, buf, (size_t)n + 1) < 0) {
-        strbuf_appendf(src, "%s%s: trigger refused: %s", src->len ? "; " : "", disp,
-                       strerror(errno));
+        /* read its total at each tick instead */
+        strbuf_appendf(src, "%s%s read every tick (the kernel refused the trigger: %s)",
+                       src->len ? "; " : "", disp, strerror(errno));
         close(fd);
+        p->polls = xrealloc(p->polls, (p->npolls + 1) * sizeof(*p->polls));
+        p->polls[p->npolls++] = (struct psi_poll){.d = d, .path = xstrdup(path)};
         return;
     }
     p->fds = xrealloc(p->fds, (p->nfds + 1) * sizeof(*p->fds));
@@ -374,10 +397,10 @@ static void open_triggers(struct packer *p)
         if (host_exists(p->h, HOST_SYS, f))
             open_trigger(p, HOST_SYS, f, &src);
     }
-    if (!p->nfds)
+    if (!p->nfds && !p->npolls)
         open_trigger(p, HOST_PROC, "pressure/cpu", &src);
-    if (!p->nfds)
-        strbuf_appendf(&src, " (no PSI trigger: growth waits for the tick)");
+    if (!p->nfds && !p->npolls)
+        strbuf_appendf(&src, " (no pressure: growth waits for the demand)");
     p->psi_source = strbuf_steal(&src);
 }
 
@@ -755,6 +778,9 @@ void packer_free(struct packer *p)
     for (size_t i = 0; i < p->nfds; i++)
         close(p->fds[i]);
     free(p->fds);
+    for (size_t i = 0; i < p->npolls; i++)
+        free(p->polls[i].path);
+    free(p->polls);
     for (size_t i = 0; i < p->ncg; i++) {
         free(p->cg[i].path);
         free(p->cg[i].note);
@@ -846,6 +872,9 @@ static bool any_new(const struct packer *p)
     return false;
 }
 
+static int grow_now(struct packer *p, uint64_t woke_ns, const char *why, char **ret_msg);
+static bool polled_pressure(struct packer *p, uint64_t now);
+
 int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
 {
     *ret_msg = NULL;
@@ -873,6 +902,10 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
     if (isnan(p->demand)) {
         moment_free(&m);
         return 0; /* measuring */
+    }
+    if (polled_pressure(p, now) && p->packed) {
+        moment_free(&m);
+        return grow_now(p, now, "read at the tick", ret_msg);
     }
     struct pack_input in = {.topo = &m.topo,
                             .excluded = &m.excluded,
@@ -911,14 +944,9 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
     return r;
 }
 
-int packer_pressure(struct packer *p, int fd, uint64_t woke_ns, char **ret_msg)
+/* Grow by one core at once (CPU pressure seen at WOKE_NS). */
+static int grow_now(struct packer *p, uint64_t woke_ns, const char *why, char **ret_msg)
 {
-    *ret_msg = NULL;
-    bool ours = false;
-    for (size_t i = 0; i < p->nfds; i++)
-        ours |= p->fds[i] == fd;
-    if (!ours)
-        return 0;
     p->pressure_events++;
     if (!p->packed || !p->hier.base)
         return 0;
@@ -927,7 +955,7 @@ int packer_pressure(struct packer *p, int fd, uint64_t woke_ns, char **ret_msg)
     if (r < 0)
         return r;
     refresh_cgroups(p, &m.excluded);
-    /* one core more than the set in force, at once */
+    /* one core more than the set in force */
     struct pack_input in = {.topo = &m.topo,
                             .excluded = &m.excluded,
                             .demand_cpus = (double)cpuset_count(&p->current) + 1,
@@ -957,12 +985,57 @@ int packer_pressure(struct packer *p, int fd, uint64_t woke_ns, char **ret_msg)
                 p->lat_buckets[b]++;
         p->actions[PACK_GROW]++;
         p->hold_shrink_until = done + (uint64_t)(p->c.window_s * 1e9);
-        *ret_msg = xasprintf("packer: CPU pressure: grew to CPUs %s, was %s, in %.3f ms",
+        *ret_msg = xasprintf("packer: CPU pressure (%s): grew to CPUs %s, was %s, in %.3f ms", why,
                              p->cpus_text, before, lat * 1e3);
     }
     pack_plan_free(&plan);
     moment_free(&m);
     return r;
+}
+
+int packer_pressure(struct packer *p, int fd, uint64_t woke_ns, char **ret_msg)
+{
+    *ret_msg = NULL;
+    bool ours = false;
+    for (size_t i = 0; i < p->nfds; i++)
+        ours |= p->fds[i] == fd;
+    if (!ours)
+        return 0;
+    return grow_now(p, woke_ns, "PSI trigger", ret_msg);
+}
+
+int pack_parse_pressure_total(const char *text, uint64_t *ret_us)
+{
+    if (strncmp(text, "some ", 5) != 0)
+        return -EINVAL;
+    const char *t = strstr(text, " total=");
+    const char *nl = strchr(text, '\n');
+    if (!t || (nl && t > nl) || t[7] < '0' || t[7] > '9')
+        return -EINVAL;
+    *ret_us = strtoull(t + 7, NULL, 10);
+    return 0;
+}
+
+/* The polled pressure files: true when one stalled more than the
+ * trigger's rate (stall_us per window_us) since the previous tick. */
+static bool polled_pressure(struct packer *p, uint64_t now)
+{
+    bool hit = false;
+    for (size_t i = 0; i < p->npolls; i++) {
+        struct psi_poll *q = &p->polls[i];
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        uint64_t total;
+        if (host_read(p->h, q->d, q->path, &text, &len) < 0 ||
+            pack_parse_pressure_total(text, &total) < 0)
+            continue;
+        if (q->have && now > q->t_ns && total >= q->total_us) {
+            double rate = (double)(total - q->total_us) * 1e3 / (double)(now - q->t_ns);
+            hit |= rate >= (double)p->c.stall_us / (double)p->c.psi_window_us;
+        }
+        q->total_us = total, q->t_ns = now, q->have = true;
+    }
+    return hit;
 }
 
 void packer_get_status(const struct packer *p, struct pack_status *ret)

@@ -77,6 +77,10 @@ void pack_config_clear(struct pack_config *c);
 /* /proc/stat's "cpu" line: busy and total ticks. -EINVAL when missing. */
 int pack_parse_proc_stat(const char *text, uint64_t *ret_busy, uint64_t *ret_total);
 
+/* A PSI file's first line, "some avg10=.. avg60=.. avg300=.. total=N":
+ * N, the stall in µs since boot. -EINVAL otherwise. */
+int pack_parse_pressure_total(const char *text, uint64_t *ret_us);
+
 struct packer;
 
 /* JOURNAL relative to H's root (NULL: the default). C is copied. */
