@@ -403,13 +403,23 @@ class IdleEntries:
                     time.sleep(0.05)
 
 
+def _pid_ticks(pid):
+    st = read(f"/proc/{pid}/stat")
+    if not st:
+        return 0
+    v = st.rsplit(b")", 1)[1].split()
+    return int(v[11]) + int(v[12])
+
+
 class Sample:
-    def __init__(self, cpu, entries=None):
+    def __init__(self, cpu, entries=None, pids=()):
         self.t = time.monotonic()
         self.stat = _stat_cpu(cpu)
         self.idle = _cpuidle(cpu)
         self.irq = _interrupts(cpu)
         self.entries = entries.count(cpu) if entries else None
+        self.machine = _cpu_line()
+        self.pids = {p: _pid_ticks(p) for p in pids}
 
 
 def interval(a, b):
@@ -430,6 +440,13 @@ def interval(a, b):
     r["irq_lines"] = {k: v for k, v in sorted(irq.items(), key=lambda kv: -kv[1]) if v}
     r["idle_entries"] = (b.entries - a.entries
                          if a.entries is not None and b.entries is not None else None)
+    # the machine's busy CPUs, and those of other work than PIDS (the load
+    # and the agent): other tests and builds share this machine
+    (mb0, mt0), (mb1, mt1) = a.machine, b.machine
+    hz = os.sysconf("SC_CLK_TCK")
+    r["machine_busy"] = len(online_cpus()) * (mb1 - mb0) / (mt1 - mt0) if mt1 > mt0 else 0.0
+    ours = sum(b.pids[p] - a.pids.get(p, 0) for p in b.pids) / hz / dt if dt > 0 else 0.0
+    r["others_busy"] = max(0.0, r["machine_busy"] - ours)
     # the residency the thresholds use: cpuidle's where there is a driver
     r["residency"] = r["cpuidle_residency"] if r["cpuidle_residency"] is not None \
         else r["stat_idle"]
@@ -437,10 +454,26 @@ def interval(a, b):
     return r
 
 
-def measure(cpu, seconds, entries=None):
-    a = Sample(cpu, entries)
+def measure(cpu, seconds, entries=None, pids=()):
+    a = Sample(cpu, entries, pids)
     time.sleep(seconds)
-    return interval(a, Sample(cpu, entries))
+    return interval(a, Sample(cpu, entries, pids))
+
+
+def measure_clean(cpu, seconds, entries, pids, max_others, tries=3, say=print):
+    """measure(), again (up to TRIES times, waiting for quiet in between)
+    while work other than PIDS used more than MAX_OTHERS CPUs during it: a
+    sample another test's VM or build ran through says nothing about the
+    packer. The last sample; its "clean" says whether it was."""
+    for i in range(tries):
+        r = measure(cpu, seconds, entries, pids)
+        r["clean"] = r["others_busy"] <= max_others
+        if r["clean"] or i == tries - 1:
+            return r
+        say(f"# discarded a {seconds:g}-s sample: other work used {r['others_busy']:.2f} CPUs "
+            f"(at most {max_others:g}); {describe(r)}")
+        wait_quiet(max_others, 60, say)
+    return r
 
 
 def describe(r):
@@ -454,6 +487,8 @@ def describe(r):
     parts.append(f"{r['irqs']} interrupts ({r['irqs'] / r['seconds']:.1f}/s)")
     if r["idle_entries"] is not None:
         parts.append(f"{r['idle_entries']} idle entries ({r['idle_entries'] / r['seconds']:.1f}/s)")
+    parts.append(f"the machine {r['machine_busy']:.2f} CPUs busy, other work "
+                 f"{r['others_busy']:.2f}")
     return ", ".join(parts) + f" over {r['seconds']:.2f} s"
 
 
@@ -512,6 +547,45 @@ class Load:
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
+
+
+class CpusetWatch:
+    """Polls a Cgroup's cpuset.cpus every STEP s in a thread: how long it
+    held each value and how often it changed, so a measurement can say
+    whether the set stayed packed through it."""
+
+    def __init__(self, cg, step=0.005):
+        self.cg, self.step = cg, step
+        self.held, self.changes = {}, []
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        last, t_last = self.cg.cpus(), time.monotonic()
+        while not self.stopping:
+            time.sleep(self.step)
+            v, t = self.cg.cpus(), time.monotonic()
+            self.held[last] = self.held.get(last, 0.0) + t - t_last
+            if v != last:
+                self.changes.append((t, v))
+            last, t_last = v, t
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+        return self
+
+    def share(self, value):
+        total = sum(self.held.values())
+        return self.held.get(value, 0.0) / total if total else 0.0
+
+    def describe(self):
+        total = sum(self.held.values())
+        return (f"cpuset.cpus over {total:.2f} s: " + ", ".join(
+            f"{v!r} {100 * h / total:.1f} %" for v, h in sorted(self.held.items(),
+                                                                key=lambda kv: -kv[1]))
+            + f"; {len(self.changes)} changes")
 
 
 def poll_until(pred, timeout, step=0.001):
