@@ -16,6 +16,7 @@
 #include "host/isolation.h"
 #include "host/mountinfo.h"
 #include "host/topology.h"
+#include "tune/guard.h"
 #include "tune/journal.h"
 #include "tune/profile.h"
 
@@ -218,6 +219,11 @@ int pack_config_from_profile(struct host *h, const struct profile *p, struct pac
     get_num(&fp, "min_cpus", 1, CPUSET_MAX_CPU + 1, true, &d);
     c.min_cpus = (unsigned)d;
     get_num(&fp, "window_s", 1, 3600, false, &c.window_s);
+    const char *dm = get(&fp, "demand", &origin);
+    if (dm && streq(dm, "cgroups"))
+        c.demand_cgroups = true;
+    else if (dm && !streq(dm, "machine") && !fp.err)
+        fp.err = xasprintf("%s: [pack] demand = %s: want machine or cgroups", origin, dm);
     get_num(&fp, "interval_s", 0.1, 60, false, &c.interval_s);
     /* psi.rst: the window is 500 ms .. 10 s, the threshold at most the window */
     d = c.psi_window_us;
@@ -333,6 +339,7 @@ struct packer {
     size_t nring, ring_head;
     double demand, target;
     unsigned online;
+    char *demand_source; /* what the demand is read from */
     uint64_t hold_shrink_until;
     int *fds;
     size_t nfds;
@@ -427,6 +434,13 @@ int packer_new(struct host *h, const struct pack_config *c, const char *journal,
     }
     open_triggers(p);
     p->cpus_text = xstrdup("");
+    if (p->c.demand_cgroups) {
+        _cleanup_free_ char *d = p->hier.v2 ? host_display_path(h, HOST_SYS, p->hier.v2) : NULL;
+        p->demand_source = d ? xasprintf("the packed cgroups' usage_usec (cpu.stat below %s)", d)
+                             : xstrdup("none: demand = cgroups needs a cgroup2 hierarchy");
+    } else {
+        p->demand_source = xstrdup("the machine's busy CPUs (/proc/stat)");
+    }
     *ret = p;
     return 0;
 }
@@ -793,6 +807,7 @@ void packer_free(struct packer *p)
     free(p->journal);
     free(p->psi_source);
     free(p->hier_text);
+    free(p->demand_source);
     free(p->cpus_text);
     free(p->note);
     free(p);
@@ -800,14 +815,40 @@ void packer_free(struct packer *p)
 
 /* Add a /proc/stat sample at NOW; the demand over the window, NaN with
  * fewer than two samples. */
+/* demand = cgroups: the packed cgroups' usage, µs; false when one
+ * cannot be read (cgroup2 has no cpu.stat for it). */
+static bool cgroups_usage(struct packer *p, uint64_t *ret_us)
+{
+    const char *base = p->hier.v2;
+    uint64_t sum = 0;
+    for (size_t i = 0; base && i < p->ncg; i++) {
+        if (!p->cg[i].active)
+            continue;
+        _cleanup_free_ char *v = NULL;
+        uint64_t us;
+        if (host_read_strf(p->h, HOST_SYS, &v, "%s/%s/cpu.stat", base, p->cg[i].path) < 0 ||
+            guard_parse_cpu_stat(v, &us) < 0)
+            return false;
+        sum += us;
+    }
+    *ret_us = sum;
+    return base != NULL;
+}
+
 static void measure(struct packer *p, uint64_t now)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
     uint64_t busy, total;
-    if (host_read(p->h, HOST_PROC, "stat", &text, &len) < 0 ||
-        pack_parse_proc_stat(text, &busy, &total) < 0)
+    if (p->c.demand_cgroups) {
+        /* busy: µs of CPU used; total: µs of wall time, per one CPU */
+        if (!cgroups_usage(p, &busy))
+            return;
+        total = now / 1000;
+    } else if (host_read(p->h, HOST_PROC, "stat", &text, &len) < 0 ||
+               pack_parse_proc_stat(text, &busy, &total) < 0) {
         return;
+    }
     size_t at = (p->ring_head + p->nring) % RING;
     if (p->nring == RING) {
         p->ring_head = (p->ring_head + 1) % RING;
@@ -827,7 +868,7 @@ static void measure(struct packer *p, uint64_t now)
     uint64_t db = busy - p->ring[first].busy, dt = total - p->ring[first].total;
     if (dt == 0 || busy < p->ring[first].busy)
         return;
-    p->demand = (double)db / (double)dt * p->online;
+    p->demand = (double)db / (double)dt * (p->c.demand_cgroups ? 1 : p->online);
 }
 
 /* The plan input of this moment: topology, isolated and guarded CPUs,
@@ -886,7 +927,6 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         *ret_msg = xasprintf("packer: cannot read the topology: %s", strerror(-r));
         return r;
     }
-    measure(p, now);
     refresh_cgroups(p, &m.excluded);
     if (p->need_reset) {
         _cleanup_free_ char *err = NULL;
@@ -899,6 +939,7 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         p->need_reset = false;
         refresh_cgroups(p, &m.excluded);
     }
+    measure(p, now); /* after refresh: demand = cgroups sums the active ones */
     if (isnan(p->demand)) {
         moment_free(&m);
         return 0; /* measuring */
@@ -1054,6 +1095,7 @@ void packer_get_status(const struct packer *p, struct pack_status *ret)
         .demand_cpus = p->demand,
         .target_cpus = p->target,
         .hierarchy = p->hier_text,
+        .demand_source = p->demand_source,
         .pressure_source = p->psi_source,
         .cgroups = w->st,
         .ncgroups = p->ncg,

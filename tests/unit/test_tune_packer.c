@@ -449,6 +449,42 @@ static void test_v2(void **state)
     free(root);
 }
 
+/* demand = cgroups: the packed cgroups' cpu.stat usage over the window,
+ * whatever the rest of the machine does */
+static void test_demand_cgroups(void **state)
+{
+    (void)state;
+    char *root = make_v1();
+    /* the unified hierarchy of the hybrid has the same cgroup, with cpu.stat */
+    tree_write(root, "sys/fs/cgroup/unified/work/cpu.stat", "usage_usec 1000\nuser_usec 0\n");
+    struct host *h = open_root(root);
+    struct pack_config c;
+    char *err;
+    if (config(h, "[pack]\ncgroups = work\ndemand = cgroups\n", &c, &err) < 0)
+        fail_msg("%s", err);
+    assert_true(c.demand_cgroups);
+    struct packer *p;
+    assert_int_equal(packer_new(h, &c, NULL, &p), 0);
+    pack_config_clear(&c);
+    set_stat(root, 0, 100);
+    tick(p, 1 * S);
+    /* the machine is saturated, the cgroup uses 0.3 CPUs */
+    set_stat(root, 400, 500);
+    tree_write(root, "sys/fs/cgroup/unified/work/cpu.stat", "usage_usec 301000\nuser_usec 0\n");
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    struct pack_status st;
+    packer_get_status(p, &st);
+    assert_true(fabs(st.demand_cpus - 0.3) < 1e-9);
+    assert_non_null(strstr(st.demand_source, "usage_usec"));
+    assert_int_equal(config(h, "[pack]\ncgroups = work\ndemand = cgroups\n", &c, &err), 0);
+    pack_config_clear(&c);
+    packer_free(p); /* releases */
+    assert_file(root, V1 "/work/cpuset.cpus", "0-3\n");
+    host_close(h);
+    free(root);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -480,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_offline_replan),
         cmocka_unit_test(test_pressure_grows),
         cmocka_unit_test(test_v2),
+        cmocka_unit_test(test_demand_cgroups),
         cmocka_unit_test(test_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
