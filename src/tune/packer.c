@@ -224,7 +224,7 @@ int pack_config_from_profile(struct host *h, const struct profile *p, struct pac
         c.demand_cgroups = true;
     else if (dm && !streq(dm, "machine") && !fp.err)
         fp.err = xasprintf("%s: [pack] demand = %s: want machine or cgroups", origin, dm);
-    get_num(&fp, "interval_s", 0.1, 60, false, &c.interval_s);
+    get_num(&fp, "interval_s", 0.01, 60, false, &c.interval_s);
     /* psi.rst: the window is 500 ms .. 10 s, the threshold at most the window */
     d = c.psi_window_us;
     get_num(&fp, "pressure_window_us", 500000, 10000000, true, &d);
@@ -341,6 +341,8 @@ struct packer {
     unsigned online;
     char *demand_source; /* what the demand is read from */
     uint64_t hold_shrink_until;
+    double hold_s;           /* how long a pressure growth holds off a shrink */
+    uint64_t last_shrink_ns; /* the last shrink written (0: none) */
     int *fds;
     size_t nfds;
     /* pressure files whose trigger the kernel refused: read at each tick */
@@ -425,6 +427,7 @@ int packer_new(struct host *h, const struct pack_config *c, const char *journal,
     for (size_t i = 0; i < p->ncg; i++)
         p->cg[i].path = xstrdup(c->cgroups[i]);
     p->demand = p->target = NAN;
+    p->hold_s = c->window_s;
     p->last_latency = NAN;
     if (p->hier.base) {
         _cleanup_free_ char *d = host_display_path(h, HOST_SYS, p->hier.base);
@@ -940,6 +943,7 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         refresh_cgroups(p, &m.excluded);
     }
     measure(p, now); /* after refresh: demand = cgroups sums the active ones */
+    p->target = p->demand * (1 + p->c.headroom);
     if (isnan(p->demand)) {
         moment_free(&m);
         return 0; /* measuring */
@@ -976,6 +980,8 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
     if (r > 0) {
         if (act != PACK_KEEP)
             p->actions[act]++;
+        if (act == PACK_SHRINK)
+            p->last_shrink_ns = now;
         *ret_msg = xasprintf("packer: %s: CPUs %s%s%s (demand %.2f CPUs, target %.2f)",
                              act == PACK_KEEP ? "joined" : pack_action_name(act), p->cpus_text,
                              *before ? ", was " : "", before, p->demand, p->target);
@@ -1025,7 +1031,14 @@ static int grow_now(struct packer *p, uint64_t woke_ns, const char *why, char **
             if (lat <= pack_latency_bounds[b])
                 p->lat_buckets[b]++;
         p->actions[PACK_GROW]++;
-        p->hold_shrink_until = done + (uint64_t)(p->c.window_s * 1e9);
+        /* pressure soon after a shrink: the shrink was wrong; hold the
+         * next one off twice as long (up to 32 windows), so a set on a
+         * contended machine does not flap at the window's rhythm */
+        if (p->last_shrink_ns && woke_ns - p->last_shrink_ns < (uint64_t)(2 * p->hold_s * 1e9))
+            p->hold_s = fmin(p->hold_s * 2, 32 * p->c.window_s);
+        else
+            p->hold_s = p->c.window_s;
+        p->hold_shrink_until = woke_ns + (uint64_t)(p->hold_s * 1e9); /* the tick's clock */
         *ret_msg = xasprintf("packer: CPU pressure (%s): grew to CPUs %s, was %s, in %.3f ms", why,
                              p->cpus_text, before, lat * 1e3);
     }
@@ -1106,6 +1119,7 @@ void packer_get_status(const struct packer *p, struct pack_status *ret)
         .grow_latency_sum_s = p->lat_sum,
         .note = p->note,
         .interval_s = p->c.interval_s,
+        .shrink_hold_s = p->hold_s,
     };
     memcpy(ret->actions, p->actions, sizeof(ret->actions));
     memcpy(ret->grow_latency_buckets, p->lat_buckets, sizeof(ret->grow_latency_buckets));

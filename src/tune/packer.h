@@ -138,6 +138,7 @@ struct pack_status {
     uint64_t grow_latency_buckets[PACK_LATENCY_BUCKETS]; /* cumulative */
     const char *note;                                    /* the last failure or NULL */
     double interval_s;
+    double shrink_hold_s; /* how long a pressure growth holds off a shrink now */
 };
 
 /* Borrowed strings stay valid until the next tick, pressure or free. */

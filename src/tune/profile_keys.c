@@ -126,7 +126,7 @@ const struct profile_key profile_keys[] = {
         .help = "demand: the machine's busy CPUs over this window, s (10)"),
     KEY("pack", "demand", PROFILE_KEY_WORDS, .words = w_demand,
         .help = "machine: busy CPUs from /proc/stat; cgroups: the packed cgroups' cpu.stat usage"),
-    KEY("pack", "interval_s", PROFILE_KEY_REAL, .min = 0.1, .max = 60,
+    KEY("pack", "interval_s", PROFILE_KEY_REAL, .min = 0.01, .max = 60,
         .help = "the packer's tick, s (1)"),
     KEY("pack", "pressure_stall_us", PROFILE_KEY_INT, .min = 1, .max = 10000000,
         .help = "PSI trigger: grow at this much CPU stall (µs) per window (10000)",

@@ -403,6 +403,23 @@ static void test_pressure_grows(void **state)
     set_stat(root, 21, 1300);
     assert_int_equal(tick(p, 4 * S), 0);
     assert_file(root, V1 "/work/cpuset.cpus", "0-1\n");
+    packer_get_status(p, &st);
+    assert_true(st.shrink_hold_s == 10);
+    /* after the hold (10 s, the window), the shrink */
+    set_stat(root, 22, 1400);
+    assert_int_equal(tick(p, 14 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    /* pressure again right after it: the shrink was wrong, the hold doubles */
+    tree_write(root, "proc/pressure/cpu",
+               "some avg10=10.00 avg60=1.00 avg300=0.00 total=300000\n"
+               "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    set_stat(root, 23, 1500);
+    assert_int_equal(tick(p, 15 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0-1\n");
+    packer_get_status(p, &st);
+    assert_true(st.shrink_hold_s == 20);
+    assert_int_equal(st.actions[PACK_SHRINK], 1);
+    assert_int_equal(st.pressure_events, 2);
     char *err = NULL;
     assert_int_equal(packer_release(p, &err), 0);
     assert_file(root, V1 "/work/cpuset.cpus", "0-3\n");
