@@ -363,6 +363,22 @@ struct packer {
     struct pack_cgroup_status *st;
 };
 
+/* Whether this process has CAP_SYS_RESOURCE (bit 24 of CapEff): without
+ * it the kernel (6.5 on) takes only PSI triggers whose window is a
+ * multiple of 2 s, and updates them with the 2-s averages. */
+static bool cap_sys_resource(struct packer *p)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    if (host_read(p->h, HOST_PROC, "self/status", &text, &len) < 0)
+        return true; /* unknown: do not blame it */
+    const char *c = strstr(text, "\nCapEff:");
+    if (!c)
+        return true;
+    unsigned long long eff = strtoull(c + 8, NULL, 16);
+    return (eff >> 24) & 1;
+}
+
 static void open_trigger(struct packer *p, enum host_dir d, const char *path, struct strbuf *src)
 {
     if (!p->h->live) {
@@ -383,8 +399,13 @@ static void open_trigger(struct packer *p, enum host_dir d, const char *path, st
     int n = snprintf(buf, sizeof(buf), "some %u %u", p->c.stall_us, p->c.psi_window_us);
     if (write(fd, buf, (size_t)n + 1) < 0) {
         /* read its total at each tick instead */
-        strbuf_appendf(src, "%s%s read every tick (the kernel refused the trigger: %s)",
-                       src->len ? "; " : "", disp, strerror(errno));
+        int err = errno;
+        strbuf_appendf(src, "%s%s read every tick (the kernel refused the trigger: %s%s)",
+                       src->len ? "; " : "", disp, strerror(err),
+                       err == EINVAL && p->c.psi_window_us % 2000000 && !cap_sys_resource(p)
+                           ? "; without CAP_SYS_RESOURCE a trigger's window must be a multiple "
+                             "of 2 s, served only every 2 s"
+                           : "");
         close(fd);
         p->polls = xrealloc(p->polls, (p->npolls + 1) * sizeof(*p->polls));
         p->polls[p->npolls++] = (struct psi_poll){.d = d, .path = xstrdup(path)};
