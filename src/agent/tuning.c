@@ -510,8 +510,10 @@ static void pack_json(const struct packer *p, struct json *j)
     json_kv_double(j, "demand_cpus", st.demand_cpus);
     json_kv_double(j, "target_cpus", st.target_cpus);
     json_kv_string(j, "hierarchy", st.hierarchy);
+    json_kv_string(j, "demand_source", st.demand_source);
     json_kv_string(j, "pressure", st.pressure_source);
     json_kv_double(j, "interval_s", st.interval_s);
+    json_kv_double(j, "shrink_hold_s", st.shrink_hold_s);
     json_key(j, "cgroups");
     json_array_begin(j);
     for (size_t i = 0; i < st.ncgroups; i++) {

@@ -16,6 +16,7 @@
 #include "host/isolation.h"
 #include "host/mountinfo.h"
 #include "host/topology.h"
+#include "tune/guard.h"
 #include "tune/journal.h"
 #include "tune/profile.h"
 
@@ -218,7 +219,12 @@ int pack_config_from_profile(struct host *h, const struct profile *p, struct pac
     get_num(&fp, "min_cpus", 1, CPUSET_MAX_CPU + 1, true, &d);
     c.min_cpus = (unsigned)d;
     get_num(&fp, "window_s", 1, 3600, false, &c.window_s);
-    get_num(&fp, "interval_s", 0.1, 60, false, &c.interval_s);
+    const char *dm = get(&fp, "demand", &origin);
+    if (dm && streq(dm, "cgroups"))
+        c.demand_cgroups = true;
+    else if (dm && !streq(dm, "machine") && !fp.err)
+        fp.err = xasprintf("%s: [pack] demand = %s: want machine or cgroups", origin, dm);
+    get_num(&fp, "interval_s", 0.01, 60, false, &c.interval_s);
     /* psi.rst: the window is 500 ms .. 10 s, the threshold at most the window */
     d = c.psi_window_us;
     get_num(&fp, "pressure_window_us", 500000, 10000000, true, &d);
@@ -333,7 +339,10 @@ struct packer {
     size_t nring, ring_head;
     double demand, target;
     unsigned online;
+    char *demand_source; /* what the demand is read from */
     uint64_t hold_shrink_until;
+    double hold_s;           /* how long a pressure growth holds off a shrink */
+    uint64_t last_shrink_ns; /* the last shrink written (0: none) */
     int *fds;
     size_t nfds;
     /* pressure files whose trigger the kernel refused: read at each tick */
@@ -353,6 +362,22 @@ struct packer {
     uint64_t lat_count, lat_buckets[PACK_LATENCY_BUCKETS];
     struct pack_cgroup_status *st;
 };
+
+/* Whether this process has CAP_SYS_RESOURCE (bit 24 of CapEff): without
+ * it the kernel (6.5 on) takes only PSI triggers whose window is a
+ * multiple of 2 s, and updates them with the 2-s averages. */
+static bool cap_sys_resource(struct packer *p)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    if (host_read(p->h, HOST_PROC, "self/status", &text, &len) < 0)
+        return true; /* unknown: do not blame it */
+    const char *c = strstr(text, "\nCapEff:");
+    if (!c)
+        return true;
+    unsigned long long eff = strtoull(c + 8, NULL, 16);
+    return (eff >> 24) & 1;
+}
 
 static void open_trigger(struct packer *p, enum host_dir d, const char *path, struct strbuf *src)
 {
@@ -374,8 +399,13 @@ static void open_trigger(struct packer *p, enum host_dir d, const char *path, st
     int n = snprintf(buf, sizeof(buf), "some %u %u", p->c.stall_us, p->c.psi_window_us);
     if (write(fd, buf, (size_t)n + 1) < 0) {
         /* read its total at each tick instead */
-        strbuf_appendf(src, "%s%s read every tick (the kernel refused the trigger: %s)",
-                       src->len ? "; " : "", disp, strerror(errno));
+        int err = errno;
+        strbuf_appendf(src, "%s%s read every tick (the kernel refused the trigger: %s%s)",
+                       src->len ? "; " : "", disp, strerror(err),
+                       err == EINVAL && p->c.psi_window_us % 2000000 && !cap_sys_resource(p)
+                           ? "; without CAP_SYS_RESOURCE a trigger's window must be a multiple "
+                             "of 2 s, served only every 2 s"
+                           : "");
         close(fd);
         p->polls = xrealloc(p->polls, (p->npolls + 1) * sizeof(*p->polls));
         p->polls[p->npolls++] = (struct psi_poll){.d = d, .path = xstrdup(path)};
@@ -418,6 +448,7 @@ int packer_new(struct host *h, const struct pack_config *c, const char *journal,
     for (size_t i = 0; i < p->ncg; i++)
         p->cg[i].path = xstrdup(c->cgroups[i]);
     p->demand = p->target = NAN;
+    p->hold_s = c->window_s;
     p->last_latency = NAN;
     if (p->hier.base) {
         _cleanup_free_ char *d = host_display_path(h, HOST_SYS, p->hier.base);
@@ -427,6 +458,13 @@ int packer_new(struct host *h, const struct pack_config *c, const char *journal,
     }
     open_triggers(p);
     p->cpus_text = xstrdup("");
+    if (p->c.demand_cgroups) {
+        _cleanup_free_ char *d = p->hier.v2 ? host_display_path(h, HOST_SYS, p->hier.v2) : NULL;
+        p->demand_source = d ? xasprintf("the packed cgroups' usage_usec (cpu.stat below %s)", d)
+                             : xstrdup("none: demand = cgroups needs a cgroup2 hierarchy");
+    } else {
+        p->demand_source = xstrdup("the machine's busy CPUs (/proc/stat)");
+    }
     *ret = p;
     return 0;
 }
@@ -793,6 +831,7 @@ void packer_free(struct packer *p)
     free(p->journal);
     free(p->psi_source);
     free(p->hier_text);
+    free(p->demand_source);
     free(p->cpus_text);
     free(p->note);
     free(p);
@@ -800,14 +839,40 @@ void packer_free(struct packer *p)
 
 /* Add a /proc/stat sample at NOW; the demand over the window, NaN with
  * fewer than two samples. */
+/* demand = cgroups: the packed cgroups' usage, µs; false when one
+ * cannot be read (cgroup2 has no cpu.stat for it). */
+static bool cgroups_usage(struct packer *p, uint64_t *ret_us)
+{
+    const char *base = p->hier.v2;
+    uint64_t sum = 0;
+    for (size_t i = 0; base && i < p->ncg; i++) {
+        if (!p->cg[i].active)
+            continue;
+        _cleanup_free_ char *v = NULL;
+        uint64_t us;
+        if (host_read_strf(p->h, HOST_SYS, &v, "%s/%s/cpu.stat", base, p->cg[i].path) < 0 ||
+            guard_parse_cpu_stat(v, &us) < 0)
+            return false;
+        sum += us;
+    }
+    *ret_us = sum;
+    return base != NULL;
+}
+
 static void measure(struct packer *p, uint64_t now)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
     uint64_t busy, total;
-    if (host_read(p->h, HOST_PROC, "stat", &text, &len) < 0 ||
-        pack_parse_proc_stat(text, &busy, &total) < 0)
+    if (p->c.demand_cgroups) {
+        /* busy: µs of CPU used; total: µs of wall time, per one CPU */
+        if (!cgroups_usage(p, &busy))
+            return;
+        total = now / 1000;
+    } else if (host_read(p->h, HOST_PROC, "stat", &text, &len) < 0 ||
+               pack_parse_proc_stat(text, &busy, &total) < 0) {
         return;
+    }
     size_t at = (p->ring_head + p->nring) % RING;
     if (p->nring == RING) {
         p->ring_head = (p->ring_head + 1) % RING;
@@ -827,7 +892,7 @@ static void measure(struct packer *p, uint64_t now)
     uint64_t db = busy - p->ring[first].busy, dt = total - p->ring[first].total;
     if (dt == 0 || busy < p->ring[first].busy)
         return;
-    p->demand = (double)db / (double)dt * p->online;
+    p->demand = (double)db / (double)dt * (p->c.demand_cgroups ? 1 : p->online);
 }
 
 /* The plan input of this moment: topology, isolated and guarded CPUs,
@@ -886,7 +951,6 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         *ret_msg = xasprintf("packer: cannot read the topology: %s", strerror(-r));
         return r;
     }
-    measure(p, now);
     refresh_cgroups(p, &m.excluded);
     if (p->need_reset) {
         _cleanup_free_ char *err = NULL;
@@ -899,6 +963,8 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         p->need_reset = false;
         refresh_cgroups(p, &m.excluded);
     }
+    measure(p, now); /* after refresh: demand = cgroups sums the active ones */
+    p->target = p->demand * (1 + p->c.headroom);
     if (isnan(p->demand)) {
         moment_free(&m);
         return 0; /* measuring */
@@ -935,6 +1001,8 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
     if (r > 0) {
         if (act != PACK_KEEP)
             p->actions[act]++;
+        if (act == PACK_SHRINK)
+            p->last_shrink_ns = now;
         *ret_msg = xasprintf("packer: %s: CPUs %s%s%s (demand %.2f CPUs, target %.2f)",
                              act == PACK_KEEP ? "joined" : pack_action_name(act), p->cpus_text,
                              *before ? ", was " : "", before, p->demand, p->target);
@@ -984,7 +1052,14 @@ static int grow_now(struct packer *p, uint64_t woke_ns, const char *why, char **
             if (lat <= pack_latency_bounds[b])
                 p->lat_buckets[b]++;
         p->actions[PACK_GROW]++;
-        p->hold_shrink_until = done + (uint64_t)(p->c.window_s * 1e9);
+        /* pressure soon after a shrink: the shrink was wrong; hold the
+         * next one off twice as long (up to 32 windows), so a set on a
+         * contended machine does not flap at the window's rhythm */
+        if (p->last_shrink_ns && woke_ns - p->last_shrink_ns < (uint64_t)(2 * p->hold_s * 1e9))
+            p->hold_s = fmin(p->hold_s * 2, 32 * p->c.window_s);
+        else
+            p->hold_s = p->c.window_s;
+        p->hold_shrink_until = woke_ns + (uint64_t)(p->hold_s * 1e9); /* the tick's clock */
         *ret_msg = xasprintf("packer: CPU pressure (%s): grew to CPUs %s, was %s, in %.3f ms", why,
                              p->cpus_text, before, lat * 1e3);
     }
@@ -1054,6 +1129,7 @@ void packer_get_status(const struct packer *p, struct pack_status *ret)
         .demand_cpus = p->demand,
         .target_cpus = p->target,
         .hierarchy = p->hier_text,
+        .demand_source = p->demand_source,
         .pressure_source = p->psi_source,
         .cgroups = w->st,
         .ncgroups = p->ncg,
@@ -1064,6 +1140,7 @@ void packer_get_status(const struct packer *p, struct pack_status *ret)
         .grow_latency_sum_s = p->lat_sum,
         .note = p->note,
         .interval_s = p->c.interval_s,
+        .shrink_hold_s = p->hold_s,
     };
     memcpy(ret->actions, p->actions, sizeof(ret->actions));
     memcpy(ret->grow_latency_buckets, p->lat_buckets, sizeof(ret->grow_latency_buckets));

@@ -10,6 +10,7 @@
  *   shrink_slack = 0.25        ; shrink only with this much more to spare
  *   min_cpus = 1
  *   window_s = 10              ; demand: busy CPUs over this window
+ *   demand = machine           ; or cgroups: the packed cgroups' usage only
  *   interval_s = 1             ; the packer's tick
  *   pressure_stall_us = 10000  ; PSI trigger "some STALL WINDOW"
  *   pressure_window_us = 500000
@@ -18,7 +19,11 @@
  * user nice system irq softirq steal; guest is inside user), differenced
  * over the window: the packed set must hold what cannot move too (kernel
  * threads, the root cgroup's tasks, interrupts), which the moved cgroups'
- * own usage would miss, and a v1 cpuset hierarchy has no cpu.stat. */
+ * own usage would miss, and a v1 cpuset hierarchy has no cpu.stat.
+ * demand = cgroups sums the packed cgroups' usage_usec from cpu.stat on
+ * the cgroup2 hierarchy instead (the same paths there on a hybrid
+ * machine): for a machine whose other load is not the packer's business
+ * (a shared test VM), at the price of not counting what cannot move. */
 #pragma once
 
 #include <stdbool.h>
@@ -61,6 +66,7 @@ struct pack_config {
     double headroom, shrink_slack;
     unsigned min_cpus;
     double window_s, interval_s;
+    bool demand_cgroups; /* demand = cgroups: their cpu.stat usage, not /proc/stat */
     unsigned stall_us, psi_window_us;
     struct cpuset guard_cpus; /* [latency] cpus: never packed */
     char *guard_cgroup;       /* [latency] workload = cgroup:PATH: left alone; owned */
@@ -120,6 +126,7 @@ struct pack_status {
     unsigned ncpus;
     double demand_cpus, target_cpus; /* NaN before the first measure */
     const char *hierarchy;           /* "cgroup v1 cpuset at /sys/..." */
+    const char *demand_source;       /* what the demand is read from */
     const char *pressure_source;     /* the trigger files, or why none */
     struct pack_cgroup_status *cgroups;
     size_t ncgroups;
@@ -131,6 +138,7 @@ struct pack_status {
     uint64_t grow_latency_buckets[PACK_LATENCY_BUCKETS]; /* cumulative */
     const char *note;                                    /* the last failure or NULL */
     double interval_s;
+    double shrink_hold_s; /* how long a pressure growth holds off a shrink now */
 };
 
 /* Borrowed strings stay valid until the next tick, pressure or free. */

@@ -33,6 +33,7 @@ static const char *const w_aspm[] = {"default",        "performance", "powersave
 static const char *const w_idle_latency[] = {"none", "first", NULL};
 static const char *const w_qos_latency[] = {"none", "n/a", NULL};
 static const char *const w_missing[] = {"error", "skip", NULL};
+static const char *const w_demand[] = {"machine", "cgroups", NULL};
 
 #define LATENCY_MAX_US 2000000000.0 /* the cpu_dma_latency default: no constraint */
 #define FREQ_MAX_KHZ   100000000.0  /* 100 GHz: above any CPU, catches unit slips */
@@ -123,7 +124,9 @@ const struct profile_key profile_keys[] = {
         .help = "the packed set holds at least this many CPUs (1)"),
     KEY("pack", "window_s", PROFILE_KEY_REAL, .min = 1, .max = 3600,
         .help = "demand: the machine's busy CPUs over this window, s (10)"),
-    KEY("pack", "interval_s", PROFILE_KEY_REAL, .min = 0.1, .max = 60,
+    KEY("pack", "demand", PROFILE_KEY_WORDS, .words = w_demand,
+        .help = "machine: busy CPUs from /proc/stat; cgroups: the packed cgroups' cpu.stat usage"),
+    KEY("pack", "interval_s", PROFILE_KEY_REAL, .min = 0.01, .max = 60,
         .help = "the packer's tick, s (1)"),
     KEY("pack", "pressure_stall_us", PROFILE_KEY_INT, .min = 1, .max = 10000000,
         .help = "PSI trigger: grow at this much CPU stall (µs) per window (10000)",

@@ -403,6 +403,23 @@ static void test_pressure_grows(void **state)
     set_stat(root, 21, 1300);
     assert_int_equal(tick(p, 4 * S), 0);
     assert_file(root, V1 "/work/cpuset.cpus", "0-1\n");
+    packer_get_status(p, &st);
+    assert_true(st.shrink_hold_s == 10);
+    /* after the hold (10 s, the window), the shrink */
+    set_stat(root, 22, 1400);
+    assert_int_equal(tick(p, 14 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    /* pressure again right after it: the shrink was wrong, the hold doubles */
+    tree_write(root, "proc/pressure/cpu",
+               "some avg10=10.00 avg60=1.00 avg300=0.00 total=300000\n"
+               "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    set_stat(root, 23, 1500);
+    assert_int_equal(tick(p, 15 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0-1\n");
+    packer_get_status(p, &st);
+    assert_true(st.shrink_hold_s == 20);
+    assert_int_equal(st.actions[PACK_SHRINK], 1);
+    assert_int_equal(st.pressure_events, 2);
     char *err = NULL;
     assert_int_equal(packer_release(p, &err), 0);
     assert_file(root, V1 "/work/cpuset.cpus", "0-3\n");
@@ -449,6 +466,42 @@ static void test_v2(void **state)
     free(root);
 }
 
+/* demand = cgroups: the packed cgroups' cpu.stat usage over the window,
+ * whatever the rest of the machine does */
+static void test_demand_cgroups(void **state)
+{
+    (void)state;
+    char *root = make_v1();
+    /* the unified hierarchy of the hybrid has the same cgroup, with cpu.stat */
+    tree_write(root, "sys/fs/cgroup/unified/work/cpu.stat", "usage_usec 1000\nuser_usec 0\n");
+    struct host *h = open_root(root);
+    struct pack_config c;
+    char *err;
+    if (config(h, "[pack]\ncgroups = work\ndemand = cgroups\n", &c, &err) < 0)
+        fail_msg("%s", err);
+    assert_true(c.demand_cgroups);
+    struct packer *p;
+    assert_int_equal(packer_new(h, &c, NULL, &p), 0);
+    pack_config_clear(&c);
+    set_stat(root, 0, 100);
+    tick(p, 1 * S);
+    /* the machine is saturated, the cgroup uses 0.3 CPUs */
+    set_stat(root, 400, 500);
+    tree_write(root, "sys/fs/cgroup/unified/work/cpu.stat", "usage_usec 301000\nuser_usec 0\n");
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    struct pack_status st;
+    packer_get_status(p, &st);
+    assert_true(fabs(st.demand_cpus - 0.3) < 1e-9);
+    assert_non_null(strstr(st.demand_source, "usage_usec"));
+    assert_int_equal(config(h, "[pack]\ncgroups = work\ndemand = cgroups\n", &c, &err), 0);
+    pack_config_clear(&c);
+    packer_free(p); /* releases */
+    assert_file(root, V1 "/work/cpuset.cpus", "0-3\n");
+    host_close(h);
+    free(root);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -480,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_offline_replan),
         cmocka_unit_test(test_pressure_grows),
         cmocka_unit_test(test_v2),
+        cmocka_unit_test(test_demand_cgroups),
         cmocka_unit_test(test_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
