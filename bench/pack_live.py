@@ -48,6 +48,7 @@ description = bench/pack_live.py: watt-pack-test packed while its load fits
 cgroups = watt-pack-test
 window_s = 1
 interval_s = 0.1
+demand = cgroups
 """
 
 
