@@ -49,6 +49,8 @@ cgroups = watt-pack-test
 window_s = 1
 interval_s = 0.1
 demand = cgroups
+pressure_stall_us = 250000
+pressure_window_us = 500000
 """
 
 
