@@ -47,9 +47,9 @@ description = bench/pack_live.py: watt-pack-test packed while its load fits
 [pack]
 cgroups = watt-pack-test
 window_s = 1
-interval_s = 0.1
+interval_s = 0.05
 demand = cgroups
-pressure_stall_us = 250000
+pressure_stall_us = 175000
 pressure_window_us = 500000
 """
 
