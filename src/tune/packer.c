@@ -321,6 +321,7 @@ struct pcg {
     bool ours;   /* watt wrote its cpuset (this run) */
     bool active; /* to be packed now */
     char *note;  /* why it is left alone; owned */
+    int rt_tid;  /* a real-time task in it or below, as last checked; 0: none */
 };
 
 struct packer {
@@ -341,6 +342,9 @@ struct packer {
     unsigned online;
     char *demand_source; /* what the demand is read from */
     uint64_t hold_shrink_until;
+    uint64_t rt_checked_ns; /* the last real-time check (at most one a second) */
+    bool rt_checked;
+    bool busy_said;          /* "journal locked" said once per wait */
     double hold_s;           /* how long a pressure growth holds off a shrink */
     uint64_t last_shrink_ns; /* the last shrink written (0: none) */
     int *fds;
@@ -549,7 +553,7 @@ static void free_names(char **v, size_t n)
 
 /* The pid of a real-time task (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE) in
  * CG, 0 when none. proc(5): policy is field 41 of /proc/TID/stat. */
-static int rt_task(struct packer *p, const char *cg)
+static int rt_task_in(struct packer *p, const char *cg)
 {
     _cleanup_free_ char *f =
         xasprintf("%s/%s/%s", p->hier.base, cg, p->hier.v1 ? "tasks" : "cgroup.threads");
@@ -582,11 +586,31 @@ static int rt_task(struct packer *p, const char *cg)
     return 0;
 }
 
+/* The same for CG and every cgroup below it: in v2 the tasks of a slice
+ * are in its leaves. */
+static int rt_task(struct packer *p, const char *cg)
+{
+    int tid = rt_task_in(p, cg);
+    if (tid)
+        return tid;
+    char **desc = NULL;
+    size_t nd = 0, cap = 0;
+    descendants(p, cg, 0, &desc, &nd, &cap);
+    for (size_t i = 0; i < nd && !tid; i++)
+        tid = rt_task_in(p, desc[i]);
+    free_names(desc, nd);
+    return tid;
+}
+
 /* Decide whether each cgroup is packed now, and why not. Pinned CPUs
  * (a cpuset narrower than its parent's that watt did not write) are
  * added to EXCLUDED: nothing of ours goes there. */
-static void refresh_cgroups(struct packer *p, struct cpuset *excluded)
+static void refresh_cgroups(struct packer *p, uint64_t now, struct cpuset *excluded)
 {
+    /* reading every thread's stat is the costly part: once a second */
+    bool rt_now = !p->rt_checked || now - p->rt_checked_ns >= 1000000000ull;
+    if (rt_now)
+        p->rt_checked = true, p->rt_checked_ns = now;
     for (size_t i = 0; i < p->ncg; i++) {
         struct pcg *g = &p->cg[i];
         char *note = NULL;
@@ -604,7 +628,7 @@ static void refresh_cgroups(struct packer *p, struct cpuset *excluded)
                                          (!strncmp(p->c.guard_cgroup, g->path, strlen(g->path)) &&
                                           p->c.guard_cgroup[strlen(g->path)] == '/'))) {
             note = xasprintf("holds the [latency] guard's workload cgroup:%s", p->c.guard_cgroup);
-        } else if ((tid = rt_task(p, g->path)) > 0) {
+        } else if ((tid = rt_now ? (g->rt_tid = rt_task(p, g->path)) : g->rt_tid) > 0) {
             note = xasprintf("holds a real-time task (tid %d): left alone", tid);
         } else if (!g->ours) {
             /* pinned: narrower than its parent's effective set */
@@ -722,9 +746,14 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
     _cleanup_free_ char *jerr = NULL;
     int r = journal_open(p->h, p->journal, PACK_JOURNAL_OWNER, &j, &jerr);
     if (r < 0) {
-        *ret_msg = xasprintf("packer: %s", jerr ? jerr : strerror(-r));
+        /* another tuner holds the lock: said once per wait, tried every tick */
+        if (r != -EBUSY || !p->busy_said)
+            *ret_msg = xasprintf("packer: %s%s", jerr ? jerr : strerror(-r),
+                                 r == -EBUSY ? "; trying again every tick" : "");
+        p->busy_said = r == -EBUSY;
         return r;
     }
+    p->busy_said = false;
     journal_begin(j);
     bool wrote[PACK_MAX_CGROUPS] = {0};
     for (size_t i = 0; i < p->ncg && r >= 0; i++) {
@@ -750,7 +779,13 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
                 free(*ret_msg);
                 *ret_msg = m;
             }
-            set_note(&p->note, xstrdup(*ret_msg));
+            /* the same refusal tick after tick: said once */
+            if (p->note && streq(p->note, *ret_msg)) {
+                free(*ret_msg);
+                *ret_msg = NULL;
+            } else {
+                set_note(&p->note, xstrdup(*ret_msg));
+            }
             p->failures++;
             journal_close(j);
             return r;
@@ -951,7 +986,7 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         *ret_msg = xasprintf("packer: cannot read the topology: %s", strerror(-r));
         return r;
     }
-    refresh_cgroups(p, &m.excluded);
+    refresh_cgroups(p, now, &m.excluded);
     if (p->need_reset) {
         _cleanup_free_ char *err = NULL;
         r = packer_release(p, &err);
@@ -961,7 +996,7 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
             return r;
         }
         p->need_reset = false;
-        refresh_cgroups(p, &m.excluded);
+        refresh_cgroups(p, now, &m.excluded);
     }
     measure(p, now); /* after refresh: demand = cgroups sums the active ones */
     p->target = p->demand * (1 + p->c.headroom);
@@ -1022,7 +1057,7 @@ static int grow_now(struct packer *p, uint64_t woke_ns, const char *why, char **
     int r = moment_read(p, &m);
     if (r < 0)
         return r;
-    refresh_cgroups(p, &m.excluded);
+    refresh_cgroups(p, woke_ns, &m.excluded);
     /* one core more than the set in force */
     struct pack_input in = {.topo = &m.topo,
                             .excluded = &m.excluded,

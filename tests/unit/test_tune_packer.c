@@ -502,6 +502,48 @@ static void test_demand_cgroups(void **state)
     free(root);
 }
 
+/* a real-time task below a cgroup (its child's tasks): left alone, said;
+ * one that comes after packing gives the cgroup back */
+static void test_realtime(void **state)
+{
+    (void)state;
+    char *root = make_v1();
+    char stat[512] = "4242 (rt worker) S";
+    for (int f = 4; f <= 40; f++)
+        strcat(stat, " 0");
+    strcat(stat, " 1 0 0\n"); /* policy (41): SCHED_FIFO */
+    tree_write(root, "proc/4242/stat", "%s", stat);
+    struct host *h = open_root(root);
+    struct packer *p = start(h, "work other");
+    tick(p, 1 * S);
+    set_stat(root, 10, 500);
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, V1 "/other/cpuset.cpus", "0\n");
+    /* a FIFO task comes into other/ */
+    tree_write(root, V1 "/other/tasks", "4242\n");
+    set_stat(root, 12, 600);
+    tick(p, 4 * S);
+    assert_file(root, V1 "/other/cpuset.cpus", "0-3\n"); /* given back */
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");    /* the other stays packed */
+    struct pack_status st;
+    packer_get_status(p, &st);
+    assert_non_null(st.cgroups[1].note);
+    assert_non_null(strstr(st.cgroups[1].note, "real-time task (tid 4242)"));
+    assert_false(st.cgroups[1].packed);
+    assert_true(st.cgroups[0].packed);
+    /* and in a child of work/: work is left alone too */
+    tree_write(root, V1 "/work/a/tasks", "4242\n");
+    set_stat(root, 14, 700);
+    tick(p, 6 * S);
+    assert_file(root, V1 "/work/cpuset.cpus", "0-3\n");
+    assert_file(root, V1 "/work/a/cpuset.cpus", "0-3\n");
+    packer_get_status(p, &st);
+    assert_non_null(st.cgroups[0].note);
+    packer_free(p);
+    host_close(h);
+    free(root);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -534,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_pressure_grows),
         cmocka_unit_test(test_v2),
         cmocka_unit_test(test_demand_cgroups),
+        cmocka_unit_test(test_realtime),
         cmocka_unit_test(test_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
