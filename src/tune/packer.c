@@ -219,6 +219,9 @@ int pack_config_from_profile(struct host *h, const struct profile *p, struct pac
     get_num(&fp, "min_cpus", 1, CPUSET_MAX_CPU + 1, true, &d);
     c.min_cpus = (unsigned)d;
     get_num(&fp, "window_s", 1, 3600, false, &c.window_s);
+    const char *ec = get(&fp, "enable_controller", &origin);
+    if (ec && parse_bool(ec, &c.enable_controller) < 0 && !fp.err)
+        fp.err = xasprintf("%s: [pack] enable_controller = %s: want yes or no", origin, ec);
     const char *dm = get(&fp, "demand", &origin);
     if (dm && streq(dm, "cgroups"))
         c.demand_cgroups = true;
@@ -322,6 +325,7 @@ struct pcg {
     bool active; /* to be packed now */
     char *note;  /* why it is left alone; owned */
     int rt_tid;  /* a real-time task in it or below, as last checked; 0: none */
+    bool enable; /* v2: a parent's subtree_control lacks cpuset; enable it */
 };
 
 struct packer {
@@ -602,6 +606,29 @@ static int rt_task(struct packer *p, const char *cg)
     return tid;
 }
 
+/* v2: the first cgroup from the root down to CG's parent whose
+ * cgroup.subtree_control lacks cpuset (relative to HOST_SYS, owned), or
+ * NULL when every one has it (v1: always NULL). */
+static char *controller_missing(struct packer *p, const char *cg)
+{
+    if (p->hier.v1)
+        return NULL;
+    _cleanup_free_ char *dir = xstrdup(p->hier.base);
+    for (const char *c = cg;;) {
+        _cleanup_free_ char *f = xasprintf("%s/cgroup.subtree_control", dir);
+        _cleanup_free_ char *v = NULL;
+        if (host_read_str(p->h, HOST_SYS, f, &v) < 0 || !word_in(v, "cpuset"))
+            return TAKE_PTR(dir);
+        size_t n = strcspn(c, "/");
+        if (!c[n])
+            return NULL; /* DIR is CG's parent */
+        char *next = xasprintf("%s/%.*s", dir, (int)n, c);
+        free(dir);
+        dir = next;
+        c += n + 1;
+    }
+}
+
 /* Decide whether each cgroup is packed now, and why not. Pinned CPUs
  * (a cpuset narrower than its parent's that watt did not write) are
  * added to EXCLUDED: nothing of ours goes there. */
@@ -617,13 +644,18 @@ static void refresh_cgroups(struct packer *p, uint64_t now, struct cpuset *exclu
         _cleanup_free_ char *dir = xasprintf("%s/%s", p->hier.base, g->path);
         _cleanup_free_ char *f = cpus_file(p, g->path);
         int tid;
+        _cleanup_free_ char *missing = NULL;
         if (!host_is_dir(p->h, HOST_SYS, dir)) {
             note = xstrdup("does not exist");
-        } else if (!host_exists(p->h, HOST_SYS, f)) {
-            /* v2: the file shows only where the parent enabled the controller */
-            note = xstrdup("the cpuset controller is not enabled in its parent's "
-                           "cgroup.subtree_control; watt does not enable it (write +cpuset "
-                           "there, or leave the cgroup out)");
+        } else if ((missing = controller_missing(p, g->path)) && !p->c.enable_controller) {
+            /* v2: cpuset.cpus shows only where the parent enabled the controller */
+            _cleanup_free_ char *d = host_display_path(p->h, HOST_SYS, missing);
+            note = xasprintf("the cpuset controller is not enabled in %s/cgroup.subtree_control; "
+                             "watt does not enable it unless [pack] enable_controller = yes "
+                             "(or write +cpuset there, or leave the cgroup out)",
+                             d);
+        } else if (!missing && !host_exists(p->h, HOST_SYS, f)) {
+            note = xstrdup("has no cpuset.cpus");
         } else if (p->c.guard_cgroup && (streq(p->c.guard_cgroup, g->path) ||
                                          (!strncmp(p->c.guard_cgroup, g->path, strlen(g->path)) &&
                                           p->c.guard_cgroup[strlen(g->path)] == '/'))) {
@@ -657,6 +689,7 @@ static void refresh_cgroups(struct packer *p, uint64_t now, struct cpuset *exclu
         }
         if (note && g->ours)
             p->need_reset = true; /* e.g. a real-time task came: give it back */
+        g->enable = !note && missing;
         g->active = !note;
         set_note(&g->note, note);
     }
@@ -738,6 +771,33 @@ static int write_cgroup(struct packer *p, struct journal *j, const char *cg, con
     return r;
 }
 
+/* enable_controller = yes: "+cpuset" into the subtree_control of every
+ * cgroup from the root down to CG's parent that lacks it, parents first
+ * (the kernel enables a controller only below one that has it). */
+static int enable_controller(struct packer *p, struct journal *j, const char *cg, char **ret_err)
+{
+    _cleanup_free_ char *dir = xstrdup(p->hier.base);
+    for (const char *c = cg;;) {
+        _cleanup_free_ char *f = xasprintf("%s/cgroup.subtree_control", dir);
+        _cleanup_free_ char *v = NULL;
+        if (host_read_str(p->h, HOST_SYS, f, &v) >= 0 && !word_in(v, "cpuset")) {
+            int r = journal_set(j, HOST_SYS, f, "+cpuset", NULL);
+            if (r < 0) {
+                _cleanup_free_ char *d = host_display_path(p->h, HOST_SYS, f);
+                *ret_err = xasprintf("the kernel refused +cpuset in %s: %s", d, strerror(-r));
+                return r;
+            }
+        }
+        size_t n = strcspn(c, "/");
+        if (!c[n])
+            return 0; /* DIR was CG's parent */
+        char *next = xasprintf("%s/%.*s", dir, (int)n, c);
+        free(dir);
+        dir = next;
+        c += n + 1;
+    }
+}
+
 /* S to every active cgroup (ALL) or only those not ours yet, in one
  * transaction: a refusal rolls back everything this call wrote. */
 static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_msg)
@@ -761,7 +821,10 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
         if (!g->active || (!all && g->ours))
             continue;
         _cleanup_free_ char *err = NULL;
-        r = write_cgroup(p, j, g->path, s, &err);
+        if (g->enable)
+            r = enable_controller(p, j, g->path, &err);
+        if (r >= 0)
+            r = write_cgroup(p, j, g->path, s, &err);
         if (r == -EBUSY && !strstr(err, "refused")) {
             /* a pinned child: leave this cgroup alone, go on with the others */
             set_note(&g->note, xasprintf("%s: left alone", err));
