@@ -317,7 +317,8 @@ int pack_parse_proc_stat(const char *text, uint64_t *ret_busy, uint64_t *ret_tot
 
 /* ---- the packer ---- */
 
-#define RING 512
+#define RING     512
+#define PSI_RING 256 /* pressure readings kept: a window of 0.5 s at 2-ms ticks */
 
 struct pcg {
     char *path;  /* relative to the hierarchy */
@@ -357,8 +358,10 @@ struct packer {
     struct psi_poll {
         enum host_dir d;
         char *path;
-        uint64_t total_us, t_ns;
-        bool have;
+        struct {
+            uint64_t total_us, t_ns;
+        } v[PSI_RING]; /* readings, oldest first */
+        size_t n;
     } * polls;
     size_t npolls;
     char *psi_source;
@@ -1194,6 +1197,7 @@ int pack_parse_pressure_total(const char *text, uint64_t *ret_us)
 static bool polled_pressure(struct packer *p, uint64_t now)
 {
     bool hit = false;
+    uint64_t window = (uint64_t)p->c.psi_window_us * 1000;
     for (size_t i = 0; i < p->npolls; i++) {
         struct psi_poll *q = &p->polls[i];
         _cleanup_free_ char *text = NULL;
@@ -1202,11 +1206,34 @@ static bool polled_pressure(struct packer *p, uint64_t now)
         if (host_read(p->h, q->d, q->path, &text, &len) < 0 ||
             pack_parse_pressure_total(text, &total) < 0)
             continue;
-        if (q->have && now > q->t_ns && total >= q->total_us) {
-            double rate = (double)(total - q->total_us) * 1e3 / (double)(now - q->t_ns);
-            hit |= rate >= (double)p->c.stall_us / (double)p->c.psi_window_us;
+        if (q->n && (total < q->v[q->n - 1].total_us || now <= q->v[q->n - 1].t_ns))
+            q->n = 0; /* a counter or clock going back: start again */
+        /* drop what is older than the window, keeping one reading at or
+         * before its start as the baseline */
+        size_t k = 0;
+        while (k + 1 < q->n && now - q->v[k + 1].t_ns >= window)
+            k++;
+        if (k) {
+            memmove(q->v, q->v + k, (q->n - k) * sizeof(q->v[0]));
+            q->n -= k;
         }
-        q->total_us = total, q->t_ns = now, q->have = true;
+        if (q->n == PSI_RING) {
+            memmove(q->v, q->v + 1, (q->n - 1) * sizeof(q->v[0]));
+            q->n--;
+        }
+        if (q->n) {
+            /* as the kernel's trigger: the stall within the window against
+             * the threshold; a baseline older than the window (ticks longer
+             * than it) scales the threshold to the span */
+            uint64_t span = now - q->v[0].t_ns, stall = total - q->v[0].total_us;
+            double need = (double)p->c.stall_us * (span > window ? (double)span / window : 1);
+            if ((double)stall >= need) {
+                hit = true;
+                q->n = 0; /* re-armed from here, as a trigger is once per window */
+            }
+        }
+        q->v[q->n].total_us = total, q->v[q->n].t_ns = now;
+        q->n++;
     }
     return hit;
 }

@@ -428,6 +428,52 @@ static void test_pressure_grows(void **state)
     free(root);
 }
 
+static void pressure(const char *root, unsigned total)
+{
+    tree_write(root, "proc/pressure/cpu",
+               "some avg10=0.00 avg60=0.00 avg300=0.00 total=%u\n"
+               "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+               total);
+}
+
+/* polled pressure is judged as the kernel judges a trigger: the stall
+ * within the last window against the threshold, not one tick's rate */
+static void test_pressure_window(void **state)
+{
+    (void)state;
+    char *root = make_v1();
+    struct host *h = open_root(root);
+    struct packer *p = start(h, "work");
+    tick(p, 1 * S);
+    set_stat(root, 10, 500);
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    const uint64_t T = S / 10; /* 100-ms ticks */
+    /* a lone 3-ms stall in one tick: 3 % of it, but 3 of the 10 ms per
+     * 500 ms the trigger asks for: no growth */
+    pressure(root, 3000);
+    assert_int_equal(tick(p, 2 * S + T), 0);
+    for (int i = 2; i <= 6; i++)
+        assert_int_equal(tick(p, 2 * S + i * T), 0);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    /* 3 ms a tick, sustained: 10 ms within 500 ms by the fourth tick */
+    unsigned total = 3000;
+    int grew_at = 0;
+    for (int i = 7; i <= 12 && !grew_at; i++) {
+        total += 3000;
+        pressure(root, total);
+        if (tick(p, 2 * S + i * T) == 1)
+            grew_at = i;
+    }
+    assert_int_equal(grew_at, 10);
+    assert_file(root, V1 "/work/cpuset.cpus", "0-1\n");
+    char *err = NULL;
+    assert_int_equal(packer_release(p, &err), 0);
+    packer_free(p);
+    host_close(h);
+    free(root);
+}
+
 /* v2: cgroup.controllers has cpuset; other.slice did not enable it for
  * its children, so other.slice/inner is left alone with a message, never
  * enabled silently */
@@ -646,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_refused_rolls_back),
         cmocka_unit_test(test_offline_replan),
         cmocka_unit_test(test_pressure_grows),
+        cmocka_unit_test(test_pressure_window),
         cmocka_unit_test(test_v2),
         cmocka_unit_test(test_v2_enable),
         cmocka_unit_test(test_controllers),
