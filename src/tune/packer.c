@@ -832,6 +832,8 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
             /* a pinned child: leave this cgroup alone, go on with the others */
             set_note(&g->note, xasprintf("%s: left alone", err));
             g->active = false;
+            if (g->ours)
+                p->need_reset = true; /* it holds an earlier set of ours: give it back */
             r = 0;
             continue;
         }
@@ -1242,7 +1244,8 @@ void packer_get_status(const struct packer *p, struct pack_status *ret)
 {
     struct packer *w = (struct packer *)p; /* the status array is a cache */
     for (size_t i = 0; i < p->ncg; i++)
-        w->st[i] = (struct pack_cgroup_status){p->cg[i].path, p->cg[i].ours, p->cg[i].note};
+        w->st[i] = (struct pack_cgroup_status){
+            p->cg[i].path, p->cg[i].ours && p->cg[i].active && p->packed, p->cg[i].note};
     *ret = (struct pack_status){
         .state = !p->hier.base      ? "unavailable"
                  : p->note          ? "failing"

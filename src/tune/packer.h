@@ -118,7 +118,7 @@ extern const double pack_latency_bounds[PACK_LATENCY_BUCKETS];
 
 struct pack_cgroup_status {
     const char *path;
-    bool packed;      /* its cpuset is watt's */
+    bool packed;      /* confined to the packed set now (watt wrote it, not left alone) */
     const char *note; /* why it is left alone, or NULL */
 };
 
