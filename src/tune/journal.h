@@ -232,6 +232,10 @@ uint32_t journal_crc32(const void *buf, size_t len);
  * list. -ENOMSG when VALUE is not a list with one bracketed word. */
 int journal_choice_word(const char *value, char **ret);
 
+/* cgroup.subtree_control: the "+x -y" that takes NOW (the controllers it
+ * shows) back to OLD; "" when nothing differs. Owned. */
+char *journal_controllers_undo(const char *old, const char *now);
+
 /* Crash-point injection for the kill test: when $WATT_TUNE_CRASH_AT is N
  * (read once), the N-th crash point reached raises SIGKILL. The points:
  * before and after every append, after its fdatasync, before and after

@@ -40,6 +40,32 @@ static bool earlier_boot(const struct journal_log *log, const struct journal_ent
     return e->boot && log->boot_now && !streq(e->boot, log->boot_now);
 }
 
+/* cgroup.subtree_control: whether the "+x -y" watt wrote (OPS) is still
+ * in force in the list the file shows (LIST): every x there, no y. */
+static bool ops_in_force(const char *ops, const char *list)
+{
+    for (const char *o = ops; *o;) {
+        o += strspn(o, " \n");
+        size_t n = strcspn(o, " \n");
+        if (!n)
+            break;
+        bool add = o[0] != '-';
+        const char *w = o + (o[0] == '+' || o[0] == '-');
+        size_t wn = n - (size_t)(w - o);
+        bool there = false;
+        for (const char *l = list; *l && !there;) {
+            l += strspn(l, " \n");
+            size_t k = strcspn(l, " \n");
+            there = k == wn && !memcmp(l, w, wn);
+            l += k;
+        }
+        if (there != add)
+            return false;
+        o += n;
+    }
+    return true;
+}
+
 enum journal_verdict journal_judge(struct host *h, const struct journal_log *log,
                                    const struct journal_entry *e, char **ret_now,
                                    const char **ret_why)
@@ -66,8 +92,10 @@ enum journal_verdict journal_judge(struct host *h, const struct journal_log *log
      * it back changes nothing; or no value the knob takes at all (a
      * kernel file never shows one): a write torn by a crash on a recorded
      * tree, whose writes truncate and then write. Nobody set that. */
-    bool ours =
-        streq(now, want) || streq(now, old) || !knob_value_ok(knob_find(e->dir, e->path), raw);
+    const struct knob *k = knob_find(e->dir, e->path);
+    bool ours = streq(now, want) || streq(now, old) || !knob_value_ok(k, raw);
+    if (!ours && (k->values & KNOB_V_CONTROLLERS))
+        ours = ops_in_force(want, raw);
     if (ret_now)
         *ret_now = now;
     else

@@ -139,9 +139,49 @@ int journal_choice_word(const char *value, char **ret)
 
 /* The value to write back: the bytes read, except a choice list on a
  * live machine, which takes only the word. */
+/* Whether the space-separated LIST holds WORD. */
+static bool has_word(const char *list, const char *word, size_t n)
+{
+    for (const char *s = list; *s;) {
+        s += strspn(s, " \n");
+        size_t k = strcspn(s, " \n");
+        if (k == n && !memcmp(s, word, n))
+            return true;
+        s += k;
+    }
+    return false;
+}
+
+char *journal_controllers_undo(const char *old, const char *now)
+{
+    struct strbuf b = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: what is on now and was not ("-x"); pass 1: the reverse */
+        const char *from = pass ? old : now, *other = pass ? now : old;
+        for (const char *s = from; *s;) {
+            s += strspn(s, " \n");
+            size_t k = strcspn(s, " \n");
+            if (k && !has_word(other, s, k))
+                strbuf_appendf(&b, "%s%c%.*s", b.len ? " " : "", pass ? '+' : '-', (int)k, s);
+            s += k;
+        }
+    }
+    return strbuf_steal(&b);
+}
+
 int journal_write_back(struct host *h, const struct journal_entry *e)
 {
     _cleanup_free_ char *word = NULL;
+    const struct knob *k = knob_find(e->dir, e->path);
+    if (h->live && k && (k->values & KNOB_V_CONTROLLERS)) {
+        /* cgroup.subtree_control takes "+x -y", not the list it shows */
+        _cleanup_free_ char *now = NULL;
+        int r = host_read_str(h, e->dir, e->path, &now);
+        if (r < 0)
+            return r;
+        _cleanup_free_ char *ops = journal_controllers_undo(e->old_value, now);
+        return *ops ? host_write(h, e->dir, e->path, ops) : 0;
+    }
     if (h->live && journal_choice_word(e->old_value, &word) == 0)
         return host_write(h, e->dir, e->path, word);
     return host_write_raw(h, e->dir, e->path, e->old_value, strlen(e->old_value));

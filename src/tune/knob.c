@@ -37,6 +37,9 @@ static const struct knob knobs[] = {
     /* the packer (tune/packer.h): a cgroup's cpuset, on the v2 hierarchy
      * or the v1 cpuset one, mounted under /sys/fs/cgroup */
     {"cgroup.cpuset_cpus", HOST_SYS, "fs/cgroup/**/cpuset.cpus", KNOB_V_CPULIST},
+    /* [pack] enable_controller = yes: "+cpuset" in a parent's subtree_control */
+    {"cgroup.subtree_control", HOST_SYS, "fs/cgroup/cgroup.subtree_control", KNOB_V_CONTROLLERS},
+    {"cgroup.subtree_control", HOST_SYS, "fs/cgroup/**/cgroup.subtree_control", KNOB_V_CONTROLLERS},
     {"kernel.nmi_watchdog", HOST_PROC, "sys/kernel/nmi_watchdog", KNOB_V_BIT},
     {"kernel.dirty_writeback_centisecs", HOST_PROC, "sys/vm/dirty_writeback_centisecs",
      KNOB_V_UINT},
@@ -197,6 +200,25 @@ static bool cpu_list(const char *s, size_t n)
     return true; /* empty */
 }
 
+/* "cpu memory", "+cpuset", "" : controller names ([a-z_], 1 to 32 bytes),
+ * single spaces between, each optionally prefixed by '+' or '-'. */
+static bool controllers(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '+' || s[i] == '-')
+            i++;
+        size_t w = 0;
+        while (i + w < n && ((s[i + w] >= 'a' && s[i + w] <= 'z') || s[i + w] == '_'))
+            w++;
+        if (w == 0 || w > 32)
+            return false;
+        i += w;
+        if (i < n && (s[i] != ' ' || ++i == n))
+            return false;
+    }
+    return true;
+}
+
 bool knob_value_ok(const struct knob *k, const char *value)
 {
     if (!k || !value)
@@ -222,6 +244,8 @@ bool knob_value_ok(const struct knob *k, const char *value)
     if ((v & KNOB_V_CHOICE) && choice_list(value, n))
         return true;
     if ((v & KNOB_V_CPULIST) && cpu_list(value, n))
+        return true;
+    if ((v & KNOB_V_CONTROLLERS) && controllers(value, n))
         return true;
     return false;
 }

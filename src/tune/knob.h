@@ -22,16 +22,19 @@
 /* The values a knob's file takes (a bit set); one trailing newline is
  * allowed in each, as sysfs shows them. */
 enum {
-    KNOB_V_BIT = 1 << 0,     /* "0" or "1" */
-    KNOB_V_UINT = 1 << 1,    /* decimal, at most 20 digits */
-    KNOB_V_INT = 1 << 2,     /* an optional '-' and decimal digits */
-    KNOB_V_WORD = 1 << 3,    /* [a-z0-9_], 1 to 64 bytes: a governor, an EPP, a policy */
-    KNOB_V_NA = 1 << 4,      /* "n/a": pm_qos's "poll only" */
-    KNOB_V_ONAUTO = 1 << 5,  /* "on" or "auto": runtime PM's control */
-    KNOB_V_CHOICE = 1 << 6,  /* words, one of them in brackets: "[default] performance" */
-    KNOB_V_CPULIST = 1 << 7, /* a kernel cpu-list as cpuset.cpus shows and takes it:
-                              * ids and ranges "0-3,8,10-11" (ids up to
-                              * CPUSET_MAX_CPU, ranges rising), or empty */
+    KNOB_V_BIT = 1 << 0,         /* "0" or "1" */
+    KNOB_V_UINT = 1 << 1,        /* decimal, at most 20 digits */
+    KNOB_V_INT = 1 << 2,         /* an optional '-' and decimal digits */
+    KNOB_V_WORD = 1 << 3,        /* [a-z0-9_], 1 to 64 bytes: a governor, an EPP, a policy */
+    KNOB_V_NA = 1 << 4,          /* "n/a": pm_qos's "poll only" */
+    KNOB_V_ONAUTO = 1 << 5,      /* "on" or "auto": runtime PM's control */
+    KNOB_V_CHOICE = 1 << 6,      /* words, one of them in brackets: "[default] performance" */
+    KNOB_V_CPULIST = 1 << 7,     /* a kernel cpu-list as cpuset.cpus shows and takes it:
+                                  * ids and ranges "0-3,8,10-11" (ids up to
+                                  * CPUSET_MAX_CPU, ranges rising), or empty */
+    KNOB_V_CONTROLLERS = 1 << 8, /* cgroup controllers, space-separated, each
+                                  * optionally '+' or '-' prefixed: what
+                                  * cgroup.subtree_control shows and takes */
 };
 
 struct knob {

@@ -219,6 +219,9 @@ int pack_config_from_profile(struct host *h, const struct profile *p, struct pac
     get_num(&fp, "min_cpus", 1, CPUSET_MAX_CPU + 1, true, &d);
     c.min_cpus = (unsigned)d;
     get_num(&fp, "window_s", 1, 3600, false, &c.window_s);
+    const char *ec = get(&fp, "enable_controller", &origin);
+    if (ec && parse_bool(ec, &c.enable_controller) < 0 && !fp.err)
+        fp.err = xasprintf("%s: [pack] enable_controller = %s: want yes or no", origin, ec);
     const char *dm = get(&fp, "demand", &origin);
     if (dm && streq(dm, "cgroups"))
         c.demand_cgroups = true;
@@ -314,13 +317,16 @@ int pack_parse_proc_stat(const char *text, uint64_t *ret_busy, uint64_t *ret_tot
 
 /* ---- the packer ---- */
 
-#define RING 512
+#define RING     512
+#define PSI_RING 256 /* pressure readings kept: a window of 0.5 s at 2-ms ticks */
 
 struct pcg {
     char *path;  /* relative to the hierarchy */
     bool ours;   /* watt wrote its cpuset (this run) */
     bool active; /* to be packed now */
     char *note;  /* why it is left alone; owned */
+    int rt_tid;  /* a real-time task in it or below, as last checked; 0: none */
+    bool enable; /* v2: a parent's subtree_control lacks cpuset; enable it */
 };
 
 struct packer {
@@ -341,6 +347,9 @@ struct packer {
     unsigned online;
     char *demand_source; /* what the demand is read from */
     uint64_t hold_shrink_until;
+    uint64_t rt_checked_ns; /* the last real-time check (at most one a second) */
+    bool rt_checked;
+    bool busy_said;          /* "journal locked" said once per wait */
     double hold_s;           /* how long a pressure growth holds off a shrink */
     uint64_t last_shrink_ns; /* the last shrink written (0: none) */
     int *fds;
@@ -349,8 +358,10 @@ struct packer {
     struct psi_poll {
         enum host_dir d;
         char *path;
-        uint64_t total_us, t_ns;
-        bool have;
+        struct {
+            uint64_t total_us, t_ns;
+        } v[PSI_RING]; /* readings, oldest first */
+        size_t n;
     } * polls;
     size_t npolls;
     char *psi_source;
@@ -549,7 +560,7 @@ static void free_names(char **v, size_t n)
 
 /* The pid of a real-time task (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE) in
  * CG, 0 when none. proc(5): policy is field 41 of /proc/TID/stat. */
-static int rt_task(struct packer *p, const char *cg)
+static int rt_task_in(struct packer *p, const char *cg)
 {
     _cleanup_free_ char *f =
         xasprintf("%s/%s/%s", p->hier.base, cg, p->hier.v1 ? "tasks" : "cgroup.threads");
@@ -582,29 +593,77 @@ static int rt_task(struct packer *p, const char *cg)
     return 0;
 }
 
+/* The same for CG and every cgroup below it: in v2 the tasks of a slice
+ * are in its leaves. */
+static int rt_task(struct packer *p, const char *cg)
+{
+    int tid = rt_task_in(p, cg);
+    if (tid)
+        return tid;
+    char **desc = NULL;
+    size_t nd = 0, cap = 0;
+    descendants(p, cg, 0, &desc, &nd, &cap);
+    for (size_t i = 0; i < nd && !tid; i++)
+        tid = rt_task_in(p, desc[i]);
+    free_names(desc, nd);
+    return tid;
+}
+
+/* v2: the first cgroup from the root down to CG's parent whose
+ * cgroup.subtree_control lacks cpuset (relative to HOST_SYS, owned), or
+ * NULL when every one has it (v1: always NULL). */
+static char *controller_missing(struct packer *p, const char *cg)
+{
+    if (p->hier.v1)
+        return NULL;
+    _cleanup_free_ char *dir = xstrdup(p->hier.base);
+    for (const char *c = cg;;) {
+        _cleanup_free_ char *f = xasprintf("%s/cgroup.subtree_control", dir);
+        _cleanup_free_ char *v = NULL;
+        if (host_read_str(p->h, HOST_SYS, f, &v) < 0 || !word_in(v, "cpuset"))
+            return TAKE_PTR(dir);
+        size_t n = strcspn(c, "/");
+        if (!c[n])
+            return NULL; /* DIR is CG's parent */
+        char *next = xasprintf("%s/%.*s", dir, (int)n, c);
+        free(dir);
+        dir = next;
+        c += n + 1;
+    }
+}
+
 /* Decide whether each cgroup is packed now, and why not. Pinned CPUs
  * (a cpuset narrower than its parent's that watt did not write) are
  * added to EXCLUDED: nothing of ours goes there. */
-static void refresh_cgroups(struct packer *p, struct cpuset *excluded)
+static void refresh_cgroups(struct packer *p, uint64_t now, struct cpuset *excluded)
 {
+    /* reading every thread's stat is the costly part: once a second */
+    bool rt_now = !p->rt_checked || now - p->rt_checked_ns >= 1000000000ull;
+    if (rt_now)
+        p->rt_checked = true, p->rt_checked_ns = now;
     for (size_t i = 0; i < p->ncg; i++) {
         struct pcg *g = &p->cg[i];
         char *note = NULL;
         _cleanup_free_ char *dir = xasprintf("%s/%s", p->hier.base, g->path);
         _cleanup_free_ char *f = cpus_file(p, g->path);
         int tid;
+        _cleanup_free_ char *missing = NULL;
         if (!host_is_dir(p->h, HOST_SYS, dir)) {
             note = xstrdup("does not exist");
-        } else if (!host_exists(p->h, HOST_SYS, f)) {
-            /* v2: the file shows only where the parent enabled the controller */
-            note = xstrdup("the cpuset controller is not enabled in its parent's "
-                           "cgroup.subtree_control; watt does not enable it (write +cpuset "
-                           "there, or leave the cgroup out)");
+        } else if ((missing = controller_missing(p, g->path)) && !p->c.enable_controller) {
+            /* v2: cpuset.cpus shows only where the parent enabled the controller */
+            _cleanup_free_ char *d = host_display_path(p->h, HOST_SYS, missing);
+            note = xasprintf("the cpuset controller is not enabled in %s/cgroup.subtree_control; "
+                             "watt does not enable it unless [pack] enable_controller = yes "
+                             "(or write +cpuset there, or leave the cgroup out)",
+                             d);
+        } else if (!missing && !host_exists(p->h, HOST_SYS, f)) {
+            note = xstrdup("has no cpuset.cpus");
         } else if (p->c.guard_cgroup && (streq(p->c.guard_cgroup, g->path) ||
                                          (!strncmp(p->c.guard_cgroup, g->path, strlen(g->path)) &&
                                           p->c.guard_cgroup[strlen(g->path)] == '/'))) {
             note = xasprintf("holds the [latency] guard's workload cgroup:%s", p->c.guard_cgroup);
-        } else if ((tid = rt_task(p, g->path)) > 0) {
+        } else if ((tid = rt_now ? (g->rt_tid = rt_task(p, g->path)) : g->rt_tid) > 0) {
             note = xasprintf("holds a real-time task (tid %d): left alone", tid);
         } else if (!g->ours) {
             /* pinned: narrower than its parent's effective set */
@@ -633,6 +692,7 @@ static void refresh_cgroups(struct packer *p, struct cpuset *excluded)
         }
         if (note && g->ours)
             p->need_reset = true; /* e.g. a real-time task came: give it back */
+        g->enable = !note && missing;
         g->active = !note;
         set_note(&g->note, note);
     }
@@ -714,6 +774,33 @@ static int write_cgroup(struct packer *p, struct journal *j, const char *cg, con
     return r;
 }
 
+/* enable_controller = yes: "+cpuset" into the subtree_control of every
+ * cgroup from the root down to CG's parent that lacks it, parents first
+ * (the kernel enables a controller only below one that has it). */
+static int enable_controller(struct packer *p, struct journal *j, const char *cg, char **ret_err)
+{
+    _cleanup_free_ char *dir = xstrdup(p->hier.base);
+    for (const char *c = cg;;) {
+        _cleanup_free_ char *f = xasprintf("%s/cgroup.subtree_control", dir);
+        _cleanup_free_ char *v = NULL;
+        if (host_read_str(p->h, HOST_SYS, f, &v) >= 0 && !word_in(v, "cpuset")) {
+            int r = journal_set(j, HOST_SYS, f, "+cpuset", NULL);
+            if (r < 0) {
+                _cleanup_free_ char *d = host_display_path(p->h, HOST_SYS, f);
+                *ret_err = xasprintf("the kernel refused +cpuset in %s: %s", d, strerror(-r));
+                return r;
+            }
+        }
+        size_t n = strcspn(c, "/");
+        if (!c[n])
+            return 0; /* DIR was CG's parent */
+        char *next = xasprintf("%s/%.*s", dir, (int)n, c);
+        free(dir);
+        dir = next;
+        c += n + 1;
+    }
+}
+
 /* S to every active cgroup (ALL) or only those not ours yet, in one
  * transaction: a refusal rolls back everything this call wrote. */
 static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_msg)
@@ -722,9 +809,14 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
     _cleanup_free_ char *jerr = NULL;
     int r = journal_open(p->h, p->journal, PACK_JOURNAL_OWNER, &j, &jerr);
     if (r < 0) {
-        *ret_msg = xasprintf("packer: %s", jerr ? jerr : strerror(-r));
+        /* another tuner holds the lock: said once per wait, tried every tick */
+        if (r != -EBUSY || !p->busy_said)
+            *ret_msg = xasprintf("packer: %s%s", jerr ? jerr : strerror(-r),
+                                 r == -EBUSY ? "; trying again every tick" : "");
+        p->busy_said = r == -EBUSY;
         return r;
     }
+    p->busy_said = false;
     journal_begin(j);
     bool wrote[PACK_MAX_CGROUPS] = {0};
     for (size_t i = 0; i < p->ncg && r >= 0; i++) {
@@ -732,11 +824,16 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
         if (!g->active || (!all && g->ours))
             continue;
         _cleanup_free_ char *err = NULL;
-        r = write_cgroup(p, j, g->path, s, &err);
+        if (g->enable)
+            r = enable_controller(p, j, g->path, &err);
+        if (r >= 0)
+            r = write_cgroup(p, j, g->path, s, &err);
         if (r == -EBUSY && !strstr(err, "refused")) {
             /* a pinned child: leave this cgroup alone, go on with the others */
             set_note(&g->note, xasprintf("%s: left alone", err));
             g->active = false;
+            if (g->ours)
+                p->need_reset = true; /* it holds an earlier set of ours: give it back */
             r = 0;
             continue;
         }
@@ -750,7 +847,13 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
                 free(*ret_msg);
                 *ret_msg = m;
             }
-            set_note(&p->note, xstrdup(*ret_msg));
+            /* the same refusal tick after tick: said once */
+            if (p->note && streq(p->note, *ret_msg)) {
+                free(*ret_msg);
+                *ret_msg = NULL;
+            } else {
+                set_note(&p->note, xstrdup(*ret_msg));
+            }
             p->failures++;
             journal_close(j);
             return r;
@@ -951,7 +1054,7 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         *ret_msg = xasprintf("packer: cannot read the topology: %s", strerror(-r));
         return r;
     }
-    refresh_cgroups(p, &m.excluded);
+    refresh_cgroups(p, now, &m.excluded);
     if (p->need_reset) {
         _cleanup_free_ char *err = NULL;
         r = packer_release(p, &err);
@@ -961,7 +1064,7 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
             return r;
         }
         p->need_reset = false;
-        refresh_cgroups(p, &m.excluded);
+        refresh_cgroups(p, now, &m.excluded);
     }
     measure(p, now); /* after refresh: demand = cgroups sums the active ones */
     p->target = p->demand * (1 + p->c.headroom);
@@ -1022,7 +1125,7 @@ static int grow_now(struct packer *p, uint64_t woke_ns, const char *why, char **
     int r = moment_read(p, &m);
     if (r < 0)
         return r;
-    refresh_cgroups(p, &m.excluded);
+    refresh_cgroups(p, woke_ns, &m.excluded);
     /* one core more than the set in force */
     struct pack_input in = {.topo = &m.topo,
                             .excluded = &m.excluded,
@@ -1096,6 +1199,7 @@ int pack_parse_pressure_total(const char *text, uint64_t *ret_us)
 static bool polled_pressure(struct packer *p, uint64_t now)
 {
     bool hit = false;
+    uint64_t window = (uint64_t)p->c.psi_window_us * 1000;
     for (size_t i = 0; i < p->npolls; i++) {
         struct psi_poll *q = &p->polls[i];
         _cleanup_free_ char *text = NULL;
@@ -1104,11 +1208,34 @@ static bool polled_pressure(struct packer *p, uint64_t now)
         if (host_read(p->h, q->d, q->path, &text, &len) < 0 ||
             pack_parse_pressure_total(text, &total) < 0)
             continue;
-        if (q->have && now > q->t_ns && total >= q->total_us) {
-            double rate = (double)(total - q->total_us) * 1e3 / (double)(now - q->t_ns);
-            hit |= rate >= (double)p->c.stall_us / (double)p->c.psi_window_us;
+        if (q->n && (total < q->v[q->n - 1].total_us || now <= q->v[q->n - 1].t_ns))
+            q->n = 0; /* a counter or clock going back: start again */
+        /* drop what is older than the window, keeping one reading at or
+         * before its start as the baseline */
+        size_t k = 0;
+        while (k + 1 < q->n && now - q->v[k + 1].t_ns >= window)
+            k++;
+        if (k) {
+            memmove(q->v, q->v + k, (q->n - k) * sizeof(q->v[0]));
+            q->n -= k;
         }
-        q->total_us = total, q->t_ns = now, q->have = true;
+        if (q->n == PSI_RING) {
+            memmove(q->v, q->v + 1, (q->n - 1) * sizeof(q->v[0]));
+            q->n--;
+        }
+        if (q->n) {
+            /* as the kernel's trigger: the stall within the window against
+             * the threshold; a baseline older than the window (ticks longer
+             * than it) scales the threshold to the span */
+            uint64_t span = now - q->v[0].t_ns, stall = total - q->v[0].total_us;
+            double need = (double)p->c.stall_us * (span > window ? (double)span / window : 1);
+            if ((double)stall >= need) {
+                hit = true;
+                q->n = 0; /* re-armed from here, as a trigger is once per window */
+            }
+        }
+        q->v[q->n].total_us = total, q->v[q->n].t_ns = now;
+        q->n++;
     }
     return hit;
 }
@@ -1117,7 +1244,8 @@ void packer_get_status(const struct packer *p, struct pack_status *ret)
 {
     struct packer *w = (struct packer *)p; /* the status array is a cache */
     for (size_t i = 0; i < p->ncg; i++)
-        w->st[i] = (struct pack_cgroup_status){p->cg[i].path, p->cg[i].ours, p->cg[i].note};
+        w->st[i] = (struct pack_cgroup_status){
+            p->cg[i].path, p->cg[i].ours && p->cg[i].active && p->packed, p->cg[i].note};
     *ret = (struct pack_status){
         .state = !p->hier.base      ? "unavailable"
                  : p->note          ? "failing"

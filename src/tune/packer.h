@@ -12,6 +12,7 @@
  *   window_s = 10              ; demand: busy CPUs over this window
  *   demand = machine           ; or cgroups: the packed cgroups' usage only
  *   interval_s = 1             ; the packer's tick
+ *   enable_controller = no     ; v2: yes writes +cpuset where a parent lacks it
  *   pressure_stall_us = 10000  ; PSI trigger "some STALL WINDOW"
  *   pressure_window_us = 500000
  *
@@ -66,7 +67,8 @@ struct pack_config {
     double headroom, shrink_slack;
     unsigned min_cpus;
     double window_s, interval_s;
-    bool demand_cgroups; /* demand = cgroups: their cpu.stat usage, not /proc/stat */
+    bool demand_cgroups;    /* demand = cgroups: their cpu.stat usage, not /proc/stat */
+    bool enable_controller; /* v2: write +cpuset to parents' subtree_control (journalled) */
     unsigned stall_us, psi_window_us;
     struct cpuset guard_cpus; /* [latency] cpus: never packed */
     char *guard_cgroup;       /* [latency] workload = cgroup:PATH: left alone; owned */
@@ -116,7 +118,7 @@ extern const double pack_latency_bounds[PACK_LATENCY_BUCKETS];
 
 struct pack_cgroup_status {
     const char *path;
-    bool packed;      /* its cpuset is watt's */
+    bool packed;      /* confined to the packed set now (watt wrote it, not left alone) */
     const char *note; /* why it is left alone, or NULL */
 };
 

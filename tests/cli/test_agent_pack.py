@@ -11,6 +11,7 @@ real cgroup hierarchy is test_pack_live.py, helper packlive's):
 - /metrics carries watt_pack_* in both formats, and promtool accepts the
   text format (OpenMetrics is checked for # EOF and the histogram's
   series);
+- SIGHUP with a changed [pack] puts the cpusets back, then packs anew;
 - SIGTERM puts every cpuset back byte for byte; after a SIGKILL the next
   start does;
 - a profile naming a cgroup that does not exist is refused at start, the
@@ -212,6 +213,22 @@ def main():
                                text=True)
             bad = [ln for ln in (r.stdout + r.stderr).splitlines() if "watt_pack" in ln]
             check(not bad, f"promtool check metrics: nothing about watt_pack_* ({bad[:2]})")
+
+        # SIGHUP with a changed [pack]: the old packing is put back, the new
+        # one measured and applied (headroom 0.5: more CPUs)
+        write(os.path.join(conf, "profiles.d/pk.conf"), PROFILE + "headroom = 0.5\n")
+        rewind(root)
+        agent.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: restored(root), 5), "SIGHUP, [pack] changed: the cpusets are "
+                                                    "put back first")
+        time.sleep(0.5)
+        advance(root)
+        cores = -(-int(-(-demand * 1.5 // 1)) // 2)
+        want2 = f"0-{cores - 1},20-{20 + cores - 1}"
+        check(wait_for(lambda: cpus(root, "system.slice") == want2 + "\n", 10),
+              f"... then packed anew for headroom 0.5: {want2} "
+              f"(shows {cpus(root, 'system.slice')!r})")
+        write(os.path.join(conf, "profiles.d/pk.conf"), PROFILE)
 
         rc = stop(agent)
         agent = None

@@ -428,11 +428,57 @@ static void test_pressure_grows(void **state)
     free(root);
 }
 
-/* v2: cgroup.controllers has cpuset; a cgroup whose parent did not
- * enable it is left alone with a message, never enabled silently */
-static void test_v2(void **state)
+static void pressure(const char *root, unsigned total)
+{
+    tree_write(root, "proc/pressure/cpu",
+               "some avg10=0.00 avg60=0.00 avg300=0.00 total=%u\n"
+               "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+               total);
+}
+
+/* polled pressure is judged as the kernel judges a trigger: the stall
+ * within the last window against the threshold, not one tick's rate */
+static void test_pressure_window(void **state)
 {
     (void)state;
+    char *root = make_v1();
+    struct host *h = open_root(root);
+    struct packer *p = start(h, "work");
+    tick(p, 1 * S);
+    set_stat(root, 10, 500);
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    const uint64_t T = S / 10; /* 100-ms ticks */
+    /* a lone 3-ms stall in one tick: 3 % of it, but 3 of the 10 ms per
+     * 500 ms the trigger asks for: no growth */
+    pressure(root, 3000);
+    assert_int_equal(tick(p, 2 * S + T), 0);
+    for (int i = 2; i <= 6; i++)
+        assert_int_equal(tick(p, 2 * S + i * T), 0);
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");
+    /* 3 ms a tick, sustained: 10 ms within 500 ms by the fourth tick */
+    unsigned total = 3000;
+    int grew_at = 0;
+    for (int i = 7; i <= 12 && !grew_at; i++) {
+        total += 3000;
+        pressure(root, total);
+        if (tick(p, 2 * S + i * T) == 1)
+            grew_at = i;
+    }
+    assert_int_equal(grew_at, 10);
+    assert_file(root, V1 "/work/cpuset.cpus", "0-1\n");
+    char *err = NULL;
+    assert_int_equal(packer_release(p, &err), 0);
+    packer_free(p);
+    host_close(h);
+    free(root);
+}
+
+/* v2: cgroup.controllers has cpuset; other.slice did not enable it for
+ * its children, so other.slice/inner is left alone with a message, never
+ * enabled silently */
+static char *make_v2(void)
+{
     char *root = tree_new();
     topo(root, "0-3");
     set_stat(root, 0, 100);
@@ -445,9 +491,18 @@ static void test_v2(void **state)
     tree_write(root, "sys/fs/cgroup/system.slice/cgroup.threads", "");
     tree_write(root, "sys/fs/cgroup/system.slice/cpu.pressure",
                "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
-    tree_write(root, "sys/fs/cgroup/user.slice/cgroup.threads", ""); /* no cpuset.cpus */
+    tree_write(root, "sys/fs/cgroup/other.slice/cpuset.cpus", "\n");
+    tree_write(root, "sys/fs/cgroup/other.slice/cgroup.subtree_control", "cpu\n");
+    tree_write(root, "sys/fs/cgroup/other.slice/inner/cgroup.threads", ""); /* no cpuset.cpus */
+    return root;
+}
+
+static void test_v2(void **state)
+{
+    (void)state;
+    char *root = make_v2();
     struct host *h = open_root(root);
-    struct packer *p = start(h, "system.slice user.slice");
+    struct packer *p = start(h, "system.slice other.slice/inner");
     tick(p, 1 * S);
     set_stat(root, 10, 500);
     assert_int_equal(tick(p, 2 * S), 1);
@@ -457,13 +512,76 @@ static void test_v2(void **state)
     assert_non_null(strstr(st.hierarchy, "cgroup v2 cpuset"));
     assert_non_null(strstr(st.pressure_source, "system.slice/cpu.pressure"));
     assert_false(st.cgroups[1].packed);
-    assert_non_null(strstr(st.cgroups[1].note, "not enabled"));
+    assert_non_null(st.cgroups[1].note);
+    if (!strstr(st.cgroups[1].note, "not enabled in") ||
+        !strstr(st.cgroups[1].note, "other.slice/cgroup.subtree_control") ||
+        !strstr(st.cgroups[1].note, "enable_controller = yes"))
+        fail_msg("%s", st.cgroups[1].note);
+    assert_file(root, "sys/fs/cgroup/other.slice/cgroup.subtree_control", "cpu\n");
     char *err = NULL;
     assert_int_equal(packer_release(p, &err), 0);
     assert_file(root, "sys/fs/cgroup/system.slice/cpuset.cpus", "\n"); /* empty, as it was */
     packer_free(p);
     host_close(h);
     free(root);
+}
+
+/* enable_controller = yes: "+cpuset" journalled into other.slice's
+ * subtree_control (the fixture's inner/cpuset.cpus stands in for the file
+ * the kernel would then show), put back byte for byte */
+static void test_v2_enable(void **state)
+{
+    (void)state;
+    char *root = make_v2();
+    tree_write(root, "sys/fs/cgroup/other.slice/inner/cpuset.cpus", "\n");
+    struct host *h = open_root(root);
+    struct pack_config c;
+    char *err;
+    if (config(h, "[pack]\ncgroups = other.slice/inner\nenable_controller = yes\n", &c, &err) < 0)
+        fail_msg("%s", err);
+    assert_true(c.enable_controller);
+    struct packer *p;
+    assert_int_equal(packer_new(h, &c, NULL, &p), 0);
+    pack_config_clear(&c);
+    tick(p, 1 * S);
+    set_stat(root, 10, 500);
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, "sys/fs/cgroup/other.slice/cgroup.subtree_control", "+cpuset\n");
+    assert_file(root, "sys/fs/cgroup/other.slice/inner/cpuset.cpus", "0\n");
+    assert_file(root, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu\n"); /* had it */
+    char *j = slurp(root, "var/lib/watt/journal");
+    assert_non_null(strstr(j, "old=cpu%0A new=+cpuset"));
+    free(j);
+    err = NULL;
+    assert_int_equal(packer_release(p, &err), 0);
+    assert_file(root, "sys/fs/cgroup/other.slice/inner/cpuset.cpus", "\n");
+    assert_file(root, "sys/fs/cgroup/other.slice/cgroup.subtree_control", "cpu\n");
+    packer_free(p);
+    host_close(h);
+    free(root);
+}
+
+/* the subtree_control values: the knob, the live undo, what is in force */
+static void test_controllers(void **state)
+{
+    (void)state;
+    const struct knob *k = knob_find(HOST_SYS, "fs/cgroup/cgroup.subtree_control");
+    assert_non_null(k);
+    assert_string_equal(k->name, "cgroup.subtree_control");
+    assert_non_null(knob_find(HOST_SYS, "fs/cgroup/unified/a.slice/cgroup.subtree_control"));
+    assert_true(knob_value_ok(k, "cpu memory\n") && knob_value_ok(k, "+cpuset") &&
+                knob_value_ok(k, "") && knob_value_ok(k, "-cpuset +cpu"));
+    assert_false(knob_value_ok(k, "cpu  memory") || knob_value_ok(k, "+") ||
+                 knob_value_ok(k, "cpu;rm") || knob_value_ok(k, "+cpuset "));
+    char *u = journal_controllers_undo("cpu memory\n", "cpuset cpu memory\n");
+    assert_string_equal(u, "-cpuset");
+    free(u);
+    u = journal_controllers_undo("cpu\n", "cpu\n");
+    assert_string_equal(u, "");
+    free(u);
+    u = journal_controllers_undo("cpu io", "cpuset");
+    assert_string_equal(u, "-cpuset +cpu +io");
+    free(u);
 }
 
 /* demand = cgroups: the packed cgroups' cpu.stat usage over the window,
@@ -502,6 +620,48 @@ static void test_demand_cgroups(void **state)
     free(root);
 }
 
+/* a real-time task below a cgroup (its child's tasks): left alone, said;
+ * one that comes after packing gives the cgroup back */
+static void test_realtime(void **state)
+{
+    (void)state;
+    char *root = make_v1();
+    char stat[512] = "4242 (rt worker) S";
+    for (int f = 4; f <= 40; f++)
+        strcat(stat, " 0");
+    strcat(stat, " 1 0 0\n"); /* policy (41): SCHED_FIFO */
+    tree_write(root, "proc/4242/stat", "%s", stat);
+    struct host *h = open_root(root);
+    struct packer *p = start(h, "work other");
+    tick(p, 1 * S);
+    set_stat(root, 10, 500);
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, V1 "/other/cpuset.cpus", "0\n");
+    /* a FIFO task comes into other/ */
+    tree_write(root, V1 "/other/tasks", "4242\n");
+    set_stat(root, 12, 600);
+    tick(p, 4 * S);
+    assert_file(root, V1 "/other/cpuset.cpus", "0-3\n"); /* given back */
+    assert_file(root, V1 "/work/cpuset.cpus", "0\n");    /* the other stays packed */
+    struct pack_status st;
+    packer_get_status(p, &st);
+    assert_non_null(st.cgroups[1].note);
+    assert_non_null(strstr(st.cgroups[1].note, "real-time task (tid 4242)"));
+    assert_false(st.cgroups[1].packed);
+    assert_true(st.cgroups[0].packed);
+    /* and in a child of work/: work is left alone too */
+    tree_write(root, V1 "/work/a/tasks", "4242\n");
+    set_stat(root, 14, 700);
+    tick(p, 6 * S);
+    assert_file(root, V1 "/work/cpuset.cpus", "0-3\n");
+    assert_file(root, V1 "/work/a/cpuset.cpus", "0-3\n");
+    packer_get_status(p, &st);
+    assert_non_null(st.cgroups[0].note);
+    packer_free(p);
+    host_close(h);
+    free(root);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -532,8 +692,12 @@ int main(void)
         cmocka_unit_test(test_refused_rolls_back),
         cmocka_unit_test(test_offline_replan),
         cmocka_unit_test(test_pressure_grows),
+        cmocka_unit_test(test_pressure_window),
         cmocka_unit_test(test_v2),
+        cmocka_unit_test(test_v2_enable),
+        cmocka_unit_test(test_controllers),
         cmocka_unit_test(test_demand_cgroups),
+        cmocka_unit_test(test_realtime),
         cmocka_unit_test(test_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
