@@ -49,7 +49,7 @@ cgroups = watt-pack-test
 window_s = 1
 interval_s = 0.05
 demand = cgroups
-pressure_stall_us = 175000
+pressure_stall_us = 40000
 pressure_window_us = 500000
 """
 
