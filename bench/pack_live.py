@@ -184,8 +184,8 @@ def main():
         f"cgroup2 at {v2}; cpuidle driver {driver}; load average "
         f"{(packlab.read('/proc/loadavg') or b'').decode().split()[:3]}")
     out(f"# load: dutyload 1 thread at 30 % of a CPU in {NAME}; {a.rounds} rounds of "
-        f"{a.seconds:g} s unpacked then packed; the agent at --interval 0.25 with [pack] "
-        "window_s 1, interval_s 0.25")
+        f"{a.seconds:g} s unpacked then packed; the agent (sampling every 1 s, in the packed cgroup as watt.service is in system.slice) with [pack] "
+        "window_s 1, interval_s 0.05, demand = cgroups, pressure 40 ms per 500 ms")
     busy, who = packlab.machine_busy(2)
     out(f"# the machine without the load, over 2 s: {busy:.2f} CPUs busy ({who})")
     if driver in ("none", "?"):
@@ -206,6 +206,7 @@ def main():
         for _ in range(a.rounds):
             u = packlab.measure(freed, a.seconds, entries)
             agent = packlab.Agent(a.watt, tmp, conf, "pbench")
+            cg.add(agent.p.pid)  # as in system.slice under systemd
             p = packed_round(agent, cg, pset, freed, a.seconds, entries, out) \
                 if agent.up() else None
             agent.stop()
@@ -220,6 +221,7 @@ def main():
         load = packlab.Load(dutyload)
         cg.add(load.pid)
         agent = packlab.Agent(a.watt, tmp, conf, "pbench")
+        cg.add(agent.p.pid)
         if agent.up() and packlab.poll_until(lambda: cg.cpuset_is(pset), 20, 0.01):
             time.sleep(1.0)
             m0 = agent.metrics()

@@ -622,9 +622,10 @@ def free_port():
 
 class Agent:
     """`watt agent --root /` with PROFILE from CONF/profiles.d, its
-    journal, control socket and log in TMP, at a 0.25-s interval."""
+    journal, control socket and log in TMP, sampling every INTERVAL s
+    (the default 1 s; the packer ticks at its own [pack] interval_s)."""
 
-    def __init__(self, watt, tmp, conf, profile, interval="0.25"):
+    def __init__(self, watt, tmp, conf, profile, interval="1"):
         self.watt, self.port = watt, free_port()
         self.sock = os.path.join(tmp, "ctl.sock")
         self.journal = os.path.join(tmp, "journal")
