@@ -80,7 +80,7 @@ def counter(m, name):
     return sum(v for k, v in m.items() if k == name or k.startswith(name + "{"))
 
 
-def packed_round(a, cg, pset, freed, seconds, entries, out):
+def packed_round(a, cg, pset, freed, seconds, entries, out, pids=()):
     """Wait for the pack, measure; the figures and the agent's costs."""
     took = packlab.poll_until(lambda: cg.cpuset_is(pset), 20, 0.01)
     if took is None:
@@ -89,7 +89,7 @@ def packed_round(a, cg, pset, freed, seconds, entries, out):
         return None
     time.sleep(1.0)
     m0, t0 = a.metrics(), time.monotonic()
-    r = packlab.measure(freed, seconds, entries)
+    r = packlab.measure(freed, seconds, entries, [a.p.pid] + list(pids))
     m1, dt = a.metrics(), time.monotonic() - t0
     r["agent_cpu"] = (counter(m1, "watt_agent_cpu_seconds_total")
                       - counter(m0, "watt_agent_cpu_seconds_total")) / dt
@@ -114,20 +114,21 @@ def rise(load, cg, grown, seconds=3.0):
 
 def table(out, rows, freed):
     out(f"\n## CPU {freed}, the freed CPU: unpacked and packed, side by side")
+    out("(other work: CPUs used by anything but the load and the agent during the sample)")
     out("| round | run | residency | /proc/stat idle | interrupts | idle entries | "
-        "agent CPU | agent wake-ups |")
-    out("|---|---|---|---|---|---|---|---|")
+        "agent CPU | agent wake-ups | other work |")
+    out("|---|---|---|---|---|---|---|---|---|")
     for i, (u, p) in enumerate(rows):
         for what, r in (("unpacked", u), ("packed", p)):
             if r is None:
-                out(f"| {i + 1} | {what} | (not packed) | | | | | |")
+                out(f"| {i + 1} | {what} | (not packed) | | | | | | |")
                 continue
             dt = r["seconds"]
             agent = ("-", "-") if "agent_cpu" not in r else (
                 f"{100 * r['agent_cpu']:.3f} %", f"{r['agent_wakeups']:.1f}/s")
             out(f"| {i + 1} | {what} | {pct(r['residency'])} | {pct(r['stat_idle'])} | "
                 f"{rate(r['irqs'], dt)} | {rate(r['idle_entries'], dt)} | {agent[0]} | "
-                f"{agent[1]} |")
+                f"{agent[1]} | {r['others_busy']:.2f} CPUs |")
     pairs = [(u, p) for u, p in rows if p is not None]
     if not pairs:
         return
@@ -204,10 +205,11 @@ def main():
         cg.add(load.pid)
         time.sleep(1)
         for _ in range(a.rounds):
-            u = packlab.measure(freed, a.seconds, entries)
+            packlab.wait_quiet(0.2, 60, out)
+            u = packlab.measure(freed, a.seconds, entries, [load.pid])
             agent = packlab.Agent(a.watt, tmp, conf, "pbench")
             cg.add(agent.p.pid)  # as in system.slice under systemd
-            p = packed_round(agent, cg, pset, freed, a.seconds, entries, out) \
+            p = packed_round(agent, cg, pset, freed, a.seconds, entries, out, [load.pid]) \
                 if agent.up() else None
             agent.stop()
             agent = None
