@@ -189,9 +189,9 @@ def packed_phases(v1, v2, freed, entries, base, base_rate, tmp, conf, top):
             print(agent.text()[-2000:])
             return
         time.sleep(1.0)
-        watch = packlab.CpusetWatch(cg)
-        r = packlab.measure_clean(freed, MEASURE_S, entries, [load.pid, agent.p.pid], MAX_OTHERS)
-        watch.stop()
+        r = packlab.measure_clean(freed, MEASURE_S, entries, [load.pid, agent.p.pid], MAX_OTHERS,
+                                  watch=cg)
+        watch = r["watch"]
         print(f"# packed, 30 % load: CPU {freed}: {packlab.describe(r)}")
         check(not watch.changes, f"packed: the set stays {first} while the load stays at 30 % "
               f"({watch.describe()})")

@@ -460,13 +460,17 @@ def measure(cpu, seconds, entries=None, pids=()):
     return interval(a, Sample(cpu, entries, pids))
 
 
-def measure_clean(cpu, seconds, entries, pids, max_others, tries=3, say=print):
+def measure_clean(cpu, seconds, entries, pids, max_others, tries=3, say=print, watch=None):
     """measure(), again (up to TRIES times, waiting for quiet in between)
     while work other than PIDS used more than MAX_OTHERS CPUs during it: a
     sample another test's VM or build ran through says nothing about the
-    packer. The last sample; its "clean" says whether it was."""
+    packer. The last sample; its "clean" says whether it was. WATCH: a
+    Cgroup whose cpuset.cpus is watched through each sample (r["watch"],
+    a stopped CpusetWatch)."""
     for i in range(tries):
+        w = CpusetWatch(watch) if watch else None
         r = measure(cpu, seconds, entries, pids)
+        r["watch"] = w.stop() if w else None
         r["clean"] = r["others_busy"] <= max_others
         if r["clean"] or i == tries - 1:
             return r
