@@ -205,7 +205,7 @@ def main():
         cg.add(load.pid)
         time.sleep(1)
         for _ in range(a.rounds):
-            packlab.wait_quiet(0.2, 60, out)
+            packlab.wait_quiet(0.2, 60, out, [load.pid])
             u = packlab.measure(freed, a.seconds, entries, [load.pid])
             agent = packlab.Agent(a.watt, tmp, conf, "pbench")
             cg.add(agent.p.pid)  # as in system.slice under systemd

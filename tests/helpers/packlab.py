@@ -292,27 +292,30 @@ def _cpu_line():
     return 0, 0
 
 
-def machine_busy(seconds):
+def machine_busy(seconds, pids=()):
     """Busy CPUs of the whole machine over SECONDS (/proc/stat's cpu line:
-    what the packer's demand is made of), and the busiest processes then
-    ("comm[pid] N %" of a CPU)."""
+    what the packer's demand is made of) but those of PIDS (the test's
+    own), and the busiest other processes then ("comm[pid] N %")."""
     p0, (b0, t0) = _proc_ticks(), _cpu_line()
     time.sleep(seconds)
     p1, (b1, t1) = _proc_ticks(), _cpu_line()
     hz = os.sysconf("SC_CLK_TCK")
-    top = sorted(((v[1] - p0[k][1], f"{v[0]}[{k}]") for k, v in p1.items() if k in p0),
-                 reverse=True)[:4]
+    ours = set(pids)
+    top = sorted(((v[1] - p0[k][1], f"{v[0]}[{k}]") for k, v in p1.items()
+                  if k in p0 and k not in ours), reverse=True)[:4]
     who = ", ".join(f"{name} {100 * d / hz / seconds:.0f} %" for d, name in top if d > 0)
-    return (len(online_cpus()) * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0), who
+    own = sum(p1[k][1] - p0[k][1] for k in ours if k in p0 and k in p1) / hz / seconds
+    busy = len(online_cpus()) * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+    return max(0.0, busy - own), who
 
 
-def wait_quiet(max_busy, timeout, say=print):
-    """Wait until the machine's other work is under MAX_BUSY CPUs over
-    2 s (other tests and builds share this machine; the packer's demand
-    counts them). The last figure, and whether it was reached."""
+def wait_quiet(max_busy, timeout, say=print, pids=()):
+    """Wait until the machine's other work (all but PIDS) is under MAX_BUSY
+    CPUs over 2 s (other tests and builds share this machine and wake the
+    freed CPU). The last figure, and whether it was reached."""
     end = time.monotonic() + timeout
     while True:
-        b, who = machine_busy(2)
+        b, who = machine_busy(2, pids)
         if b <= max_busy:
             return b, True
         if time.monotonic() > end:
@@ -476,7 +479,7 @@ def measure_clean(cpu, seconds, entries, pids, max_others, tries=3, say=print, w
             return r
         say(f"# discarded a {seconds:g}-s sample: other work used {r['others_busy']:.2f} CPUs "
             f"(at most {max_others:g}); {describe(r)}")
-        wait_quiet(max_others, 60, say)
+        wait_quiet(max_others, 60, say, pids)
     return r
 
 
