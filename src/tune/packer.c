@@ -1021,6 +1021,16 @@ static int moment_read(struct packer *p, struct moment *m)
         cpuset_add(&m->excluded, (unsigned)c);
     for (int c = -1; (c = cpuset_next(&p->c.guard_cpus, c)) >= 0;)
         cpuset_add(&m->excluded, (unsigned)c);
+    /* cgroup2 isolated partitions (cpuset.cpus.partition = isolated): the
+     * root's cpuset.cpus.isolated lists their CPUs (6.7 on) */
+    _cleanup_free_ char *iso = NULL;
+    struct cpuset part = {0};
+    if (!p->hier.v1 && p->hier.base &&
+        host_read_strf(p->h, HOST_SYS, &iso, "%s/cpuset.cpus.isolated", p->hier.base) >= 0 &&
+        cpuset_parse(iso, &part) >= 0)
+        for (int c = -1; (c = cpuset_next(&part, c)) >= 0;)
+            cpuset_add(&m->excluded, (unsigned)c);
+    cpuset_free(&part);
     p->online = cpuset_count(&m->topo.online);
     return 0;
 }
