@@ -152,6 +152,17 @@ def test_tune(tmp):
     run_json("restore --dry-run", ["restore", "--dry-run", "--json", *common], "watt-restore/2")
     rs = run_json("restore", ["restore", "--json", *common], "watt-restore/2")
     bites("a restore count below zero", rs, lambda d: d.update(restored=-1))
+    ver = run_json("tune latency --verify", ["tune", "latency", "--verify=1", "--json", *common],
+                   "watt-tune/2")
+    pk = ver["verify"]["after"]["packages"] if ver else []
+    check(len(pk) == 2 and all(p["rapl_package_w"] > 0 and p["cpus"] == 20 for p in pk),
+          "tune --verify: a row per package with its CPUs and RAPL package watts")
+    bites("a verify package without its RAPL watts", ver,
+          lambda d: d["verify"]["before"]["packages"][0].pop("rapl_package_w"))
+    bites("a package C-state named 'kitchen'", ver,
+          lambda d: d["verify"]["after"]["packages"][0]["package_cstates"].append(
+              {"state": "kitchen", "residency_pct": 1}))
+    run_json("restore after --verify", ["restore", "--json", *common], "watt-restore/2")
     ls = run_json("tune --list", ["tune", "--list", "--json"], "watt-tune-list/1")
     bites("a profile of kind 'magic'", ls, lambda d: d["profiles"][0].update(kind="magic"))
     run_json("tune --show latency", ["tune", "--show", "latency", "--json"], "watt-tune-show/1")

@@ -299,6 +299,26 @@ static void test_measure_fixture(void **state)
     assert_string_equal(w1->freq_governor, "powersave");
     assert_string_equal(w1->epp, "balance_performance");
     assert_true(w1->global_latency_us == LATENCY_NONE);
+    /* Per package: the CPUs' idle and deepest-state shares average back to
+     * the whole machine's; RAPL from the powercap counters (package-1
+     * wraps at max_energy_range_uj 262143328850 in the recorded second);
+     * no package C-states from a recorded root, and why. */
+    assert_int_equal(w1->npackages, 2);
+    assert_int_equal(w1->pkg[0].package, 0);
+    assert_int_equal(w1->pkg[0].ncpus, 20);
+    assert_int_equal(w1->pkg[1].ncpus, 20);
+    assert_float_equal((w1->pkg[0].idle_pct + w1->pkg[1].idle_pct) / 2, 100 - w1->c0_pct, 1e-9);
+    assert_float_equal((w1->pkg[0].deepest_pct + w1->pkg[1].deepest_pct) / 2,
+                       w1->state[3].residency_pct, 1e-9);
+    assert_true(w1->pkg[0].idle_pct != w1->pkg[1].idle_pct); /* not one mean copied */
+    assert_float_equal(w1->pkg[0].package_w, 69.07484, 1e-3);
+    assert_float_equal(w1->pkg[0].dram_w, 10.709444, 1e-3);
+    assert_float_equal(w1->pkg[1].package_w, (262143328850.0 - 262102094283 + 23140042) / 1e6,
+                       2e-3);
+    assert_float_equal(w1->pkg[1].dram_w, 10.098183, 1e-3);
+    assert_int_equal(w1->pkg[0].npc, 0);
+    assert_null(w1->pc_pmu);
+    assert_non_null(strstr(w1->pc_why, "recorded root"));
 
     /* A second window replays the same recorded second. */
     assert_int_equal(tune_verify_measure(h, 3, &w2, &err), 0);
@@ -310,6 +330,9 @@ static void test_measure_fixture(void **state)
     assert_non_null(strstr(txt, "same"));
     assert_null(strstr(txt, "changed")); /* nothing moved between the replays */
     assert_non_null(strstr(txt, "Power measured by acpi_power_meter"));
+    assert_non_null(strstr(txt, "package 1 (20 CPUs)"));
+    assert_non_null(strstr(txt, "RAPL package W"));
+    assert_non_null(strstr(txt, "Package C-states: not measured:"));
     assert_null(strstr(txt, "ignores disabled states")); /* menu honours them */
     tune_verify_window_free(w1);
     tune_verify_window_free(w2);
