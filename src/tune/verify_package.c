@@ -97,7 +97,9 @@ void tune_verify_packages_build(struct tune_verify_window *w, const struct repor
             .dram_w = rapl_w(r, POWER_SCOPE_DRAM, id),
         };
         const struct cstate_pmu *pmu = NULL;
-        unsigned ne = report_pkg_pmu(c, id, p->pc_pct, &pmu, &why);
+        /* without a PMU sample report_pkg_pmu() asks c->sense why, and
+         * verify's ctx has no sense: the window is built from samples */
+        unsigned ne = c->cur->cstate_pmu ? report_pkg_pmu(c, id, p->pc_pct, &pmu, &why) : 0;
         for (unsigned e = 0; e < ne; e++)
             p->pc_number[e] = pmu->ev[e].number;
         p->npc = ne;
@@ -105,7 +107,7 @@ void tune_verify_packages_build(struct tune_verify_window *w, const struct repor
             w->pc_pmu = xstrdup(pmu->name);
     }
     if (!w->pc_pmu)
-        w->pc_why = xstrdup(!c->cur->cstate_pmu ? "no cstate_pkg perf PMU here"
+        w->pc_why = xstrdup(!c->cur->cstate_pmu ? "the cstate PMUs were not read (no perf PMU here)"
                             : why               ? why
                                                 : "the package PMU counted nothing");
 }
