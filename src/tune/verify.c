@@ -495,7 +495,8 @@ static void rows_packages(struct vtab *vt, const struct tune_verify_window *b,
         const struct tune_verify_package *pa = match_pkg(a, pb->package);
         if (!pa)
             pa = &none;
-        _cleanup_free_ char *head = xasprintf("package %d (%u CPUs)", pb->package, pb->ncpus);
+        _cleanup_free_ char *head =
+            xasprintf("package %d (%u CPUs with cpuidle)", pb->package, pb->ncpus);
         row_str(vt, head, "", "");
         row_num(vt, "  idle % (mean of its CPUs)", TUNE_VERIFY_PCT, pb->idle_pct, &pa->idle_pct);
         row_num(vt, "  deepest state %", TUNE_VERIFY_PCT, pb->deepest_pct, &pa->deepest_pct);

@@ -154,6 +154,12 @@ def main():
               f"--verify: before/after measured here ({v.stderr.strip()[-300:]})")
         print("\n".join("# " + l for l in v.stdout.split("Measured before and after", 1)[-1]
                         .splitlines()[:30]))
+        # every online CPU in some package row; the cstate PMUs here or a reason why not
+        ncpu = len(os.sched_getaffinity(0))
+        rows = [l for l in v.stdout.splitlines() if l.strip().startswith("package ")]
+        check(rows and sum(int(l.split("(")[1].split()[0]) for l in rows) <= ncpu and
+              ("PC" in v.stdout or "Package C-states: not measured:" in v.stdout),
+              f"--verify: per-package rows here ({rows[:2]})")
         rs = run.watt("restore")
         check(rs.returncode == 0 and snapshot(files) == before, "--verify: restored")
     finally:

@@ -340,7 +340,7 @@ static void test_packages(void **state)
     assert_float_equal(w->pkg[1].pc_pct[1], 0.0, 0);
 
     _cleanup_free_ char *txt = render(w, w);
-    assert_non_null(strstr(txt, "package 0 (1 CPUs)"));
+    assert_non_null(strstr(txt, "package 0 (1 CPUs with cpuidle)"));
     assert_non_null(strstr(txt, "PC6 % (package PMU)"));
     assert_non_null(strstr(txt, "busy MHz (APERF/MPERF)"));
     assert_null(strstr(txt, "RAPL package W")); /* no row without a meter */
@@ -458,7 +458,7 @@ static void test_measure_fixture(void **state)
     assert_non_null(strstr(txt, "same"));
     assert_null(strstr(txt, "changed")); /* nothing moved between the replays */
     assert_non_null(strstr(txt, "Power measured by acpi_power_meter"));
-    assert_non_null(strstr(txt, "package 1 (20 CPUs)"));
+    assert_non_null(strstr(txt, "package 1 (20 CPUs with cpuidle)"));
     assert_non_null(strstr(txt, "RAPL package W"));
     assert_non_null(strstr(txt, "Package C-states: not measured:"));
     assert_null(strstr(txt, "ignores disabled states")); /* menu honours them */
