@@ -4,6 +4,7 @@
 #include "tune/verify.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,7 @@ int tune_verify_window_build(const struct sample *a, const struct sample *b, dou
         .busy_mhz = NAN,
         .watts = NAN,
         .est_watts = NAN,
+        .workload_runs_per_s = NAN,
     };
     if (b->cpuidle)
         build_cpuidle(w, a, b, interval_s);
@@ -595,6 +597,13 @@ void tune_verify_print(FILE *f, const struct tune_verify_window *before,
     rows_freq(&vt, before, after);
     rows_power(&vt, before, after);
     rows_packages(&vt, before, after);
+    if (!isnan(before->workload_runs_per_s) || (after && !isnan(after->workload_runs_per_s))) {
+        row_num(&vt, "workload runs/s (--workload)", TUNE_VERIFY_RATE, before->workload_runs_per_s,
+                after ? &after->workload_runs_per_s : NULL);
+        _cleanup_free_ char *fb = xasprintf("%" PRIu64, before->workload_failed);
+        _cleanup_free_ char *fa = after ? xasprintf("%" PRIu64, after->workload_failed) : NULL;
+        row_str(&vt, "  runs failed", fb, fa);
+    }
     struct strbuf out = {0};
     table_render(&vt.t, &out, 120);
     fputs(strbuf_str(&out), f);
@@ -664,6 +673,14 @@ static void json_window(struct json *j, const struct tune_verify_window *w)
     json_kv_double(j, "estimated_watts", w->est_watts);
     json_kv_string(j, "estimate_model", w->est_model);
     tune_verify_packages_json(j, w);
+    json_kv_double(j, "workload_runs_per_s", w->workload_runs_per_s);
+    if (isnan(w->workload_runs_per_s)) {
+        json_kv_null(j, "workload_runs");
+        json_kv_null(j, "workload_failed");
+    } else {
+        json_kv_u64(j, "workload_runs", w->workload_runs);
+        json_kv_u64(j, "workload_failed", w->workload_failed);
+    }
     json_object_end(j);
 }
 

@@ -53,6 +53,10 @@ struct tune_verify_window {
     struct tune_verify_package *pkg; /* owned */
     char *pc_pmu;                    /* "cstate_pkg" when it measured; NULL: see pc_why; owned */
     char *pc_why;                    /* why no package C-states; owned */
+    /* `--workload CMD` (cli/tune_workload.h), set by the caller: */
+    double workload_runs_per_s; /* completed runs per second; NaN: no workload */
+    uint64_t workload_runs;     /* runs that exited 0 in the window */
+    uint64_t workload_failed;   /* runs that exited otherwise */
 };
 
 /* Measure one window of `seconds` (> 0) on h: sample, sleep, sample. On a
