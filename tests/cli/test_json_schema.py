@@ -129,6 +129,11 @@ def test_report_top():
           lambda d: d["cstates"]["states"][0].update(latency_us="2"))
     bites("a problem without its reason", rep, lambda d: d["problems"].append({"where": "x"}))
     bites("a report without its host section", rep, lambda d: d.pop("host"))
+    packing = [a for a in (rep or {}).get("advice") or [] if "pack" in a]
+    check(len(packing) == 1 and packing[0]["pack"]["idle_packages"] == 1,
+          "report intel-2s: one packing advice, one package left idle")
+    bites("a packing advice without its low estimate", rep,
+          lambda d: [a for a in d["advice"] if "pack" in a][0]["pack"].pop("saving_low_w"))
     top = run_json("top --once --root intel-2s (again)", ["top", "--once", "--json", "--root",
                                                           "intel-2s", "--interval", "1"],
                    "watt-top/2", cwd=FIXTURES)
