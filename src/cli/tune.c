@@ -528,13 +528,13 @@ static int build_plan(struct tune_run *t, const struct profile *pr, struct tune_
 static int measure(struct tune_run *t, const char *when, struct tune_verify_window **ret)
 {
     _cleanup_free_ char *err = NULL;
-    if (!t->o.json)
-        text_printf(stderr, "watt tune: measuring %g s %s the change...\n", t->o.verify_s, when);
     if (t->o.workload && !t->h->live) {
         text_printf(stderr, "watt tune: --workload needs the live machine: a recorded root's "
                             "window replays its recorded second\n");
         return -EINVAL;
     }
+    if (!t->o.json)
+        text_printf(stderr, "watt tune: measuring %g s %s the change...\n", t->o.verify_s, when);
     struct tune_workload wl = {0};
     int r = t->o.workload ? tune_workload_start(t->o.workload, &wl) : 0;
     if (r < 0) {
