@@ -197,7 +197,8 @@ static const struct fam f_mean =
 static const struct fam f_source =
     GAUGE("watt_cpu_package_cstate_source", NULL,
           "Where the package's C-state figures come from, always 1: source pmu (the "
-          "cstate_pkg PMU) or cpuidle_mean (the mean of its CPUs).");
+          "cstate_pkg PMU), cpuidle_mean (the mean of its CPUs) or none (neither: no PMU and "
+          "no cpuidle).");
 static const struct fam f_unavail =
     GAUGE("watt_cpu_cstate_pmu_unavailable", NULL,
           "1 for each cstate PMU that measures nothing here, with the reason (no PMU in a "
@@ -222,7 +223,22 @@ static void render_totals(struct mw *w, const struct agent_cstate *s, const stru
     }
 }
 
-static void render_source(struct mw *w, const struct report_ctx *c)
+static bool has_mean(const struct agent_cstate *s, int pkg)
+{
+    for (size_t i = 0; s && i < s->n; i++)
+        if (s->v[i].kind == K_MEAN && s->v[i].package == pkg && s->v[i].present)
+            return true;
+    return false;
+}
+
+static const char *source_of(const struct agent_cstate *s, const struct report_ctx *c, int pkg)
+{
+    if (pkg_by_pmu(c, pkg))
+        return "pmu";
+    return has_mean(s, pkg) ? "cpuidle_mean" : "none";
+}
+
+static void render_source(struct mw *w, const struct agent_cstate *s, const struct report_ctx *c)
 {
     const struct topology *t = &c->cur->topo;
     if (!c->b || (!c->cur->cstate_pmu && !c->cur->cpuidle))
@@ -231,7 +247,7 @@ static void render_source(struct mw *w, const struct report_ctx *c)
     for (unsigned p = 0; p < t->npackages; p++) {
         mw_series(w);
         mw_label_int(w, "package", t->package_ids[p]);
-        mw_label(w, "source", pkg_by_pmu(c, t->package_ids[p]) ? "pmu" : "cpuidle_mean");
+        mw_label(w, "source", source_of(s, c, t->package_ids[p]));
         mw_value_u64(w, 1);
     }
 }
@@ -269,6 +285,6 @@ void metrics_render_cstate(struct mw *w, const struct agent_cstate *s, const str
     render_totals(w, s, &f_pkg, K_PKG);
     render_totals(w, s, &f_core, K_CORE);
     render_totals(w, s, &f_mean, K_MEAN);
-    render_source(w, c);
+    render_source(w, s, c);
     render_unavailable(w, c);
 }
