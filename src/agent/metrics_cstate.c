@@ -144,7 +144,12 @@ static void mean_fold_pkg(struct agent_cstate *s, const struct report_ctx *c, in
             continue;
         if (!first)
             first = b;
-        if (!cpu_delta(cpuidle_find_cpu(ca, b->cpu), b, first, us))
+        /* the same CPU at the same index in both samples, unless one went
+         * away or came back: no search over 384 CPUs per CPU */
+        const struct cpuidle_cpu *a = i < ca->ncpus && ca->cpus[i].cpu == b->cpu
+                                          ? &ca->cpus[i]
+                                          : cpuidle_find_cpu(ca, b->cpu);
+        if (!cpu_delta(a, b, first, us))
             continue;
         for (unsigned k = 0; k < b->nstates; k++)
             sum[k] += us[k];
