@@ -906,6 +906,19 @@ static void test_cstate_memory_intel_2s(void **state)
                    "51539607552");
         assert_null(strstr(t, "watt_memory_unavailable{what=\"edac\""));
     }
+    /* SIGHUP: nodes and EDAC read anew, the idle totals kept */
+    _cleanup_free_ char *before = render_with(&r.c, cs, mem, false);
+    char idle[64];
+    snprintf(idle, sizeof(idle), "%s",
+             value_of(before, "watt_memory_node_cpus_idle_seconds_total{node=\"0\"}"));
+    agent_memory_reload(mem, r.h);
+    _cleanup_free_ char *after = render_with(&r.c, cs, mem, false);
+    want_value(after, "watt_memory_node_cpus_idle_seconds_total{node=\"0\"}", idle);
+    want_value(after,
+               "watt_memory_controller_dimms{controller=\"0\",name=\"Skylake Socket#0 "
+               "IMC#0\"}",
+               "3");
+    assert_int_equal(agent_memory_info(mem)->nnodes, 2);
     agent_memory_free(mem);
     agent_cstate_free(cs);
     run_close(&r);
