@@ -735,19 +735,19 @@ static int write_cgroup(struct packer *p, struct journal *j, const char *cg, con
         if (cpuset_has(s, (unsigned)c))
             cpuset_add(&inter, (unsigned)c);
     _cleanup_free_ char *it = cpuset_format(&inter), *st = cpuset_format(s);
-    const char *fail = NULL;
+    const char *fail = NULL, *val = st;
     /* phase 1: shrink to S ∩ old, deepest first */
     if (r >= 0 && !same_set(&inter, &old) && cpuset_count(&inter)) {
         for (size_t i = nd; i-- > 0 && r >= 0;)
             if (follow[i]) {
                 _cleanup_free_ char *f = cpus_file(p, desc[i]);
                 if ((r = journal_set(j, HOST_SYS, f, it, NULL)) < 0)
-                    fail = desc[i];
+                    fail = desc[i], val = it;
             }
         if (r >= 0) {
             _cleanup_free_ char *f = cpus_file(p, cg);
             if ((r = journal_set(j, HOST_SYS, f, it, NULL)) < 0)
-                fail = cg;
+                fail = cg, val = it;
         }
     }
     /* phase 2: grow to S, parent first */
@@ -765,7 +765,7 @@ static int write_cgroup(struct packer *p, struct journal *j, const char *cg, con
     if (fail) {
         _cleanup_free_ char *f = cpus_file(p, fail);
         _cleanup_free_ char *disp = host_display_path(p->h, HOST_SYS, f);
-        *ret_err = xasprintf("the kernel refused CPUs %s in %s: %s", st, disp, strerror(-r));
+        *ret_err = xasprintf("the kernel refused CPUs %s in %s: %s", val, disp, strerror(-r));
     }
     free_names(desc, nd);
     free(follow);
