@@ -1076,11 +1076,27 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         p->need_reset = false;
         refresh_cgroups(p, now, &m.excluded);
     }
+    bool any_active = false;
+    for (size_t i = 0; i < p->ncg; i++)
+        any_active |= p->cg[i].active;
+    if (!any_active && p->packed) {
+        /* every cgroup is left alone now: hold no set */
+        _cleanup_free_ char *err = NULL;
+        if ((r = packer_release(p, &err)) < 0) {
+            *ret_msg = TAKE_PTR(err);
+            moment_free(&m);
+            return r;
+        }
+    }
     measure(p, now); /* after refresh: demand = cgroups sums the active ones */
     p->target = p->demand * (1 + p->c.headroom);
     if (isnan(p->demand)) {
         moment_free(&m);
         return 0; /* measuring */
+    }
+    if (!any_active) {
+        moment_free(&m);
+        return 0; /* nothing to pack: each cgroup's note says why */
     }
     if (polled_pressure(p, now) && p->packed) {
         moment_free(&m);
