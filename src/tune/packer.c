@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,8 @@ struct packer {
     uint64_t rt_checked_ns; /* the last real-time check (at most one a second) */
     bool rt_checked;
     bool busy_said;          /* "journal locked" said once per wait */
+    cpu_set_t own;           /* the agent's own affinity before it followed the set */
+    bool own_saved;          /* own holds it; the agent runs on the packed set */
     double hold_s;           /* how long a pressure growth holds off a shrink */
     uint64_t last_shrink_ns; /* the last shrink written (0: none) */
     int *fds;
@@ -801,6 +804,35 @@ static int enable_controller(struct packer *p, struct journal *j, const char *cg
     }
 }
 
+/* The agent itself follows the packed set on a live machine, so that its
+ * own ticks do not wake the CPUs it freed; its first affinity comes back
+ * when the set is let go. Not journalled: it dies with the process. */
+static void follow_set(struct packer *p, const struct cpuset *s)
+{
+    if (!p->h->live)
+        return;
+    if (!p->own_saved) {
+        CPU_ZERO(&p->own);
+        if (sched_getaffinity(0, sizeof(p->own), &p->own) < 0)
+            return;
+        p->own_saved = true;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c = -1; (c = cpuset_next(s, c)) >= 0;)
+        if (c < CPU_SETSIZE && CPU_ISSET(c, &p->own))
+            CPU_SET(c, &set);
+    if (CPU_COUNT(&set))
+        (void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void unfollow_set(struct packer *p)
+{
+    if (p->own_saved)
+        (void)sched_setaffinity(0, sizeof(p->own), &p->own);
+    p->own_saved = false;
+}
+
 /* S to every active cgroup (ALL) or only those not ours yet, in one
  * transaction: a refusal rolls back everything this call wrote. */
 static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_msg)
@@ -869,6 +901,7 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
     free(p->cpus_text);
     p->cpus_text = cpuset_format(s);
     set_note(&p->note, NULL);
+    follow_set(p, s);
     return 1;
 }
 
@@ -902,6 +935,7 @@ int packer_release(struct packer *p, char **ret_err)
     for (size_t i = 0; i < p->ncg; i++)
         p->cg[i].ours = false;
     p->packed = false;
+    unfollow_set(p);
     cpuset_free(&p->current);
     p->current = (struct cpuset){0};
     free(p->cpus_text);
