@@ -172,7 +172,7 @@ _watt()
             fi
             ;;
         tune)
-            opts="--dry-run --verbose --verify --status --list --show --recommend --root
+            opts="--dry-run --verbose --verify --workload --status --list --show --recommend --root
                 --config-dir --journal --json --help"
             if [[ $cur != -* ]]; then
                 COMPREPLY=($(compgen -W "$(_watt_profiles "$(_watt_opt_value --config-dir)")" -- "$cur"))

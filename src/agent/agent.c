@@ -24,6 +24,8 @@
 #include "agent/ctlsock.h"
 #include "agent/fleet_doc.h"
 #include "agent/gzip.h"
+#include "agent/metrics_cstate.h"
+#include "agent/metrics_memory.h"
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/jsondoc.h"
@@ -68,6 +70,8 @@ struct agent {
     struct devices_sample *dev_before;
     bool dev_steal;
     struct agent_energy *energy;
+    struct agent_cstate *cstate; /* package and core C-state seconds */
+    struct agent_memory *memory; /* nodes and EDAC, read once; meminfo per sample */
     struct agent_attrib *attrib; /* wake-ups and energy per cgroup; NULL: off */
     bool is_vm;                  /* the first sample's /proc/cpuinfo said so */
     struct agent_self self;
@@ -414,12 +418,17 @@ static void take_sample(struct agent *a)
     report_power_build(&v->c, &a->model, &v->ps);
     v->c.power = &v->ps;
     agent_energy_update(a->energy, a->prev, b);
+    agent_cstate_update(a->cstate, &v->c);
+    agent_memory_update(a->memory, a->h, &v->c);
+    v->c.memory = agent_memory_info(a->memory);
     uint64_t t2 = thread_cpu_ns();
     cost_add(a, COST_MODEL, t2 - t1);
     if (a->attrib && a->prev)
         agent_attrib_update(a->attrib, a->prev, b, v->c.interval_s);
     cost_add(a, COST_WAKEUPS, thread_cpu_ns() - t2);
     a->self.attrib = a->attrib;
+    a->self.cstate = a->cstate;
+    a->self.memory = a->memory;
     v->c.top = a->attrib ? agent_attrib_frame(a->attrib) : NULL;
     a->self.samples++;
     a->prev = b;
@@ -972,6 +981,7 @@ static void reload(struct agent *a)
         for (int doc = DOC_TEXT; doc <= DOC_STATUS; doc++)
             snapshot_fill(a, a->snap, doc);
     sense_refresh(a->sense); /* topology, devices, names: read anew */
+    agent_memory_reload(a->memory, a->h);
     load_devpolicy(a, true); /* with or without --config */
     reload_config(a);
     notify("READY=1");
@@ -1115,6 +1125,8 @@ static void agent_close(struct agent *a)
     sample_free(a->prev);
     devices_drop(a->dev_before);
     agent_energy_free(a->energy);
+    agent_cstate_free(a->cstate);
+    agent_memory_free(a->memory);
     agent_attrib_free(a->attrib);
     if (a->sense)
         sense_close(a->sense);
@@ -1279,6 +1291,10 @@ int agent_run(const struct agent_config *start, const char *config_path, bool co
         fprintf(stderr, "watt agent: cannot start sampling: %s\n", strerror(-r));
     if (r >= 0)
         r = agent_energy_new(&a.energy);
+    if (r >= 0)
+        r = agent_cstate_new(&a.cstate);
+    if (r >= 0) /* nodes and DIMMs: read once, again on SIGHUP */
+        r = agent_memory_new(a.h, &a.memory);
     if (r >= 0 && (r = open_fds(&a)) < 0)
         fprintf(stderr, "watt agent: %s\n", strerror(-r));
     if (r >= 0)

@@ -6,6 +6,8 @@
  * format_double(). */
 #include "agent/metrics.h"
 #include "agent/attrib.h"
+#include "agent/metrics_cstate.h"
+#include "agent/metrics_memory.h"
 #include "agent/metrics_pack.h"
 #include "agent/metrics_turbo.h"
 #include "agent/metrics_writer.h"
@@ -795,6 +797,8 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
         render_cstates(&w, c->cur->cpuidle);
         render_frequency(&w, c);
         metrics_render_turbo(&w, c);
+        metrics_render_cstate(&w, self ? self->cstate : NULL, c);
+        metrics_render_memory(&w, self ? self->memory : NULL, c);
         render_utilisation(&w, c);
         render_interrupts(&w, c->cur->irq);
         render_devices(&w, c);

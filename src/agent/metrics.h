@@ -17,6 +17,8 @@
 #include "view/report.h"
 
 struct agent_attrib;
+struct agent_cstate;
+struct agent_memory;
 
 enum agent_rapl_mode {
     AGENT_RAPL_EXACT,  /* energy counters as read */
@@ -75,6 +77,8 @@ struct agent_self {
     const struct agent_attrib *attrib; /* per-cgroup accounting; NULL when off */
     const struct agent_costs *costs;   /* per-sampler costs; NULL: not rendered */
     const struct agent_fleet *fleet;   /* NULL: no fleet_metrics configured */
+    const struct agent_cstate *cstate; /* C-state totals (metrics_cstate.h); NULL: none */
+    const struct agent_memory *memory; /* nodes, EDAC (metrics_memory.h); NULL: none */
 };
 
 /* Monotonic energy totals per (source, domain), corrected for hardware

@@ -151,6 +151,26 @@ static void json_cpu(struct json *j, const struct top_cpu *c)
     json_object_end(j);
 }
 
+static void json_pkg(struct json *j, const struct top_pkg *p)
+{
+    json_object_begin(j);
+    json_kv_i64(j, "package", p->package);
+    json_kv_u64(j, "cpus", p->ncpus);
+    json_kv_double(j, "busy_pct", p->busy_pct);
+    json_kv_string(j, "source", p->pmu ? "pmu" : p->nstates ? "cpuidle mean" : "none");
+    json_kv_text(j, "why", p->pmu ? NULL : p->why, sizeof(p->why));
+    json_key(j, "states");
+    json_array_begin(j);
+    for (size_t i = 0; i < p->nstates; i++) {
+        json_object_begin(j);
+        json_kv_text(j, "name", p->st[i].name, sizeof(p->st[i].name));
+        json_kv_double(j, "residency_pct", p->st[i].residency_pct);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_object_end(j);
+}
+
 static void json_device(struct json *j, const struct top_device *d)
 {
     json_object_begin(j);
@@ -207,6 +227,11 @@ void top_print_json(const struct top_frame *f, FILE *out, size_t limit)
     json_array_begin(&j);
     for (size_t i = 0; i < f->ncpus_rows; i++)
         json_cpu(&j, &f->cpus[i]);
+    json_array_end(&j);
+    json_key(&j, "packages");
+    json_array_begin(&j);
+    for (size_t i = 0; i < f->npkgs; i++)
+        json_pkg(&j, &f->pkgs[i]);
     json_array_end(&j);
     json_key(&j, "devices");
     json_array_begin(&j);
@@ -325,6 +350,15 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
         strbuf_appendf(&b, "\nC-states per CPU (%zu CPUs):\n", f->ncpus_rows);
         text_view(&b, f, TOP_VIEW_CPUS, 0);
     }
+    text_section(&b, f, TOP_VIEW_PKGS, 0, "packages");
+    for (size_t i = 0; i < f->npkgs; i++)
+        if (!f->pkgs[i].pmu) { /* one reason: the same for every package in practice */
+            _cleanup_free_ char *why =
+                xasprintf("cpuidle mean: the package's CPUs' mean, not package C-states: %.*s",
+                          (int)sizeof(f->pkgs[i].why), f->pkgs[i].why);
+            wrapped(&b, why, "  ", "  ");
+            break;
+        }
     text_section(&b, f, TOP_VIEW_DEVICES, 0, "devices");
     if (f->nnotes) {
         strbuf_append(&b, "\nNotes:\n");

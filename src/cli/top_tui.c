@@ -192,6 +192,20 @@ static int draw_cstates_summary(struct tui *t, int y, int y_end)
     return y + (int)nst + 1;
 }
 
+/* Then the package rows (PMU package C-states, else their CPUs' mean),
+ * when they fit with room left for the grid. */
+static int draw_pkgs(struct tui *t, int y, int y_end)
+{
+    size_t n = top_view_nrows(t->f, TOP_VIEW_PKGS);
+    if (!n || y_end - y < (int)n + 4)
+        return y;
+    struct layout L;
+    layout_view(t->f, TOP_VIEW_PKGS, &L);
+    draw_col_heads(t, y++, &L);
+    draw_rows(t, TOP_VIEW_PKGS, &L, 0, y, y_end);
+    return y + (int)n + 1;
+}
+
 static void draw_body(struct tui *t, int y, int y_end)
 {
     enum top_view v = t->o->view;
@@ -203,8 +217,10 @@ static void draw_body(struct tui *t, int y, int y_end)
         t->body_rows = 0;
         return;
     }
-    if (v == TOP_VIEW_CPUS)
+    if (v == TOP_VIEW_CPUS) {
         y = draw_cstates_summary(t, y, y_end);
+        y = draw_pkgs(t, y, y_end);
+    }
     struct layout L;
     layout_view(t->f, v, &L);
     draw_col_heads(t, y++, &L);

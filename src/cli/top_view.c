@@ -47,23 +47,29 @@ static void fmt_watts(char *buf, size_t size, double v)
 /* ---- the views ----------------------------------------------------------- */
 
 static const char *const view_title[] = {
-    [TOP_VIEW_PROCS] = "Processes",          [TOP_VIEW_CGROUPS] = "Cgroups",
-    [TOP_VIEW_SOURCES] = "IRQs/timers/work", [TOP_VIEW_CPUS] = "C-states",
-    [TOP_VIEW_DEVICES] = "Devices",          [_TOP_VIEW_MAX] = "C-state summary",
+    [TOP_VIEW_PROCS] = "Processes",
+    [TOP_VIEW_CGROUPS] = "Cgroups",
+    [TOP_VIEW_SOURCES] = "IRQs/timers/work",
+    [TOP_VIEW_CPUS] = "C-states",
+    [TOP_VIEW_DEVICES] = "Devices",
+    [_TOP_VIEW_MAX] = "C-state summary",
+    [_TOP_VIEW_MAX + 1] = "C-states per package",
 };
 static const char *const view_name[] = {
-    [TOP_VIEW_PROCS] = "processes", [TOP_VIEW_CGROUPS] = "cgroups", [TOP_VIEW_SOURCES] = "sources",
-    [TOP_VIEW_CPUS] = "cstates",    [TOP_VIEW_DEVICES] = "devices", [_TOP_VIEW_MAX] = "states",
+    [TOP_VIEW_PROCS] = "processes",   [TOP_VIEW_CGROUPS] = "cgroups",
+    [TOP_VIEW_SOURCES] = "sources",   [TOP_VIEW_CPUS] = "cstates",
+    [TOP_VIEW_DEVICES] = "devices",   [_TOP_VIEW_MAX] = "states",
+    [_TOP_VIEW_MAX + 1] = "packages",
 };
 
 const char *top_view_title(enum top_view v)
 {
-    return (unsigned)v <= _TOP_VIEW_MAX ? view_title[v] : "?";
+    return (unsigned)v <= _TOP_VIEW_MAX + 1 ? view_title[v] : "?";
 }
 
 const char *top_view_name(enum top_view v)
 {
-    return (unsigned)v <= _TOP_VIEW_MAX ? view_name[v] : "?";
+    return (unsigned)v <= _TOP_VIEW_MAX + 1 ? view_name[v] : "?";
 }
 
 const char *top_sort_title(enum top_sort s)
@@ -101,6 +107,11 @@ static const struct col_spec cols_cstates[] = {
     {"State", 8},       {">Exit us", 8},      {">Mean res%", 10},
     {">Entries/s", 10}, {">Disabled on", 12}, {NULL, 0},
 };
+/* Residency: "PC2 12.0  PC6 70.0  CC6 81.2" from the PMUs, else the
+ * package's CPUs' mean per cpuidle state ("POLL 0.0  C1 2.1  C6 90.3"). */
+static const struct col_spec cols_pkgs[] = {
+    {">Pkg", 4}, {">CPUs", 5}, {">Busy%", 6}, {"Source", 12}, {"*Residency %", 20}, {NULL, 0},
+};
 static const struct col_spec cols_devices[] = {
     {"Bus", 6},     {"Device", 16},  {"Driver", 12},      {"Control", 7},
     {"Status", 10}, {">Active%", 8}, {"Autosuspend", 11}, {"*Product / why not", 20},
@@ -120,6 +131,8 @@ static const struct col_spec *view_specs(enum top_view v)
         return cols_cpus;
     case TOP_VIEW_DEVICES:
         return cols_devices;
+    case TOP_VIEW_PKGS:
+        return cols_pkgs;
     default:
         return cols_cstates;
     }
@@ -168,6 +181,8 @@ size_t top_view_nrows(const struct top_frame *f, enum top_view v)
         return f->ncpus_rows;
     case TOP_VIEW_DEVICES:
         return f->ndevices;
+    case TOP_VIEW_PKGS:
+        return f->npkgs;
     default:
         return grid_states(f);
     }
@@ -283,6 +298,25 @@ static void row_cstate(const struct top_frame *f, size_t s, char cells[][TOP_CEL
         snprintf(CELL(4), "none");
 }
 
+static void row_pkg(const struct top_pkg *p, bool utf8, size_t flex, char cells[][TOP_CELL])
+{
+    snprintf(CELL(0), "%d", p->package);
+    snprintf(CELL(1), "%u", p->ncpus);
+    fmt_num(CELL(2), p->busy_pct, 1);
+    snprintf(CELL(3), "%s", p->pmu ? "pmu" : p->nstates ? "cpuidle mean" : "none");
+    struct strbuf b = {0};
+    for (size_t k = 0; k < p->nstates; k++) {
+        char v[32];
+        fmt_num(v, sizeof(v), p->st[k].residency_pct, 1);
+        strbuf_appendf(&b, "%s%.*s %s", k ? "  " : "", (int)sizeof(p->st[k].name), p->st[k].name,
+                       v);
+    }
+    if (!p->nstates)
+        strbuf_append(&b, "-");
+    text_printable(CELL(4), strbuf_str(&b), b.len, flex, utf8);
+    strbuf_free(&b);
+}
+
 static void row_device(const struct top_device *d, bool utf8, size_t flex, char cells[][TOP_CELL])
 {
     const char *s[] = {d->bus, d->name, d->driver};
@@ -322,6 +356,9 @@ void top_view_row(const struct top_frame *f, enum top_view v, size_t row, bool u
         break;
     case TOP_VIEW_DEVICES:
         row_device(&f->devices[row], utf8, flex_cols, cells);
+        break;
+    case TOP_VIEW_PKGS:
+        row_pkg(&f->pkgs[row], utf8, flex_cols, cells);
         break;
     default:
         row_cstate(f, row, cells);

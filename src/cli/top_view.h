@@ -18,6 +18,9 @@
 /* Not a tab of its own: the per-state summary shown above the per-CPU
  * grid in the C-states view (and before it in the text output). */
 #define TOP_VIEW_CSTATES ((enum top_view)_TOP_VIEW_MAX)
+/* Not a tab either: the package rows (top_pkg) between the summary and
+ * the per-CPU grid of the C-states view, and in the text output. */
+#define TOP_VIEW_PKGS ((enum top_view)(_TOP_VIEW_MAX + 1))
 
 struct top_col {
     char head[40];

@@ -15,6 +15,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "base/util.h"
+#include "cli/tune_workload.h"
 #include "cli/verbs.h"
 #include "host/host.h"
 #include "sense/devpolicy.h"
@@ -39,6 +40,7 @@ struct tune_opts {
     const char *profile, *root, *confdir, *journal, *owner;
     bool dry_run, json, verify, verbose, force;
     double verify_s;
+    const char *workload; /* --workload CMD: run during each verify window */
 };
 
 /* Everything one run holds, freed in one place. */
@@ -51,7 +53,7 @@ struct tune_run {
 
 static void tune_usage(FILE *f)
 {
-    fputs("usage: watt tune PROFILE [--dry-run] [--verify[=SECONDS]]\n"
+    fputs("usage: watt tune PROFILE [--dry-run] [--verify[=SECONDS] [--workload CMD]]\n"
           "       watt tune --status | --list | --show PROFILE | --recommend\n"
           "\n"
           "Apply a tuning profile: print what changes (path: old -> new, and why), then\n"
@@ -63,6 +65,8 @@ static void tune_usage(FILE *f)
           "  -v, --verbose          every file (else files with the same change are folded:\n"
           "                         cpufreq/policy{0-39}/scaling_governor)\n"
           "      --verify[=S]       measure S seconds (default 5) before and after, print both\n"
+          "      --workload CMD     with --verify: run CMD (sh -c) back to back in each window;\n"
+          "                         its completed runs per second are its throughput\n"
           "      --status           what differs from the original values, and the journal\n"
           "      --list             the profiles: built-in and in CONFDIR/profiles.d\n"
           "      --show PROFILE     a profile's settings, includes resolved, with origins\n"
@@ -110,6 +114,7 @@ enum {
     OPT_OWNER,
     OPT_FORCE,
     OPT_RECOMMEND,
+    OPT_WORKLOAD,
 };
 
 static int usage_error(const char *verb, const char *msg, const char *arg)
@@ -165,6 +170,9 @@ static int parse_one(struct tune_opts *o, int ch, const char *verb)
         return set_mode(o, MODE_SHOW, verb);
     case OPT_RECOMMEND:
         return set_mode(o, MODE_RECOMMEND, verb);
+    case OPT_WORKLOAD:
+        o->workload = optarg;
+        return *optarg ? 0 : usage_error(verb, "--workload wants a command", NULL);
     case OPT_VERIFY:
         o->verify = true;
         if (optarg &&
@@ -192,6 +200,8 @@ static int check_tune_opts(struct tune_opts *o, int argc, char **argv)
         return usage_error("tune", "unexpected argument", argv[optind]);
     if (o->mode != MODE_APPLY && (o->dry_run || o->verify))
         return usage_error("tune", "--dry-run and --verify go with a profile to apply", NULL);
+    if (o->workload && !o->verify)
+        return usage_error("tune", "--workload runs during --verify's windows: add --verify", NULL);
     if (o->dry_run && o->verify)
         return usage_error("tune", "--verify measures a change: it cannot go with --dry-run", NULL);
     if (o->owner || o->force)
@@ -214,6 +224,7 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
         {"list", no_argument, NULL, OPT_LIST},
         {"show", required_argument, NULL, OPT_SHOW},
         {"verify", optional_argument, NULL, OPT_VERIFY},
+        {"workload", required_argument, NULL, OPT_WORKLOAD},
         {"recommend", no_argument, NULL, OPT_RECOMMEND},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -233,9 +244,11 @@ static int parse_opts(int argc, char **argv, const char *verb, struct tune_opts 
         o->journal = JOURNAL_DEFAULT_PATH;
     if (streq(verb, "tune"))
         return check_tune_opts(o, argc, argv);
-    if (o->mode != MODE_APPLY || o->verify)
+    if (o->mode != MODE_APPLY || o->verify || o->workload)
         return usage_error(
-            verb, "--status, --list, --show, --recommend and --verify are for watt tune", NULL);
+            verb,
+            "--status, --list, --show, --recommend, --verify and --workload are for watt tune",
+            NULL);
     if (optind < argc)
         return usage_error(verb, "unexpected argument", argv[optind]);
     o->mode = MODE_RESTORE;
@@ -515,9 +528,30 @@ static int build_plan(struct tune_run *t, const struct profile *pr, struct tune_
 static int measure(struct tune_run *t, const char *when, struct tune_verify_window **ret)
 {
     _cleanup_free_ char *err = NULL;
+    if (t->o.workload && !t->h->live) {
+        text_printf(stderr, "watt tune: --workload needs the live machine: a recorded root's "
+                            "window replays its recorded second\n");
+        return -EINVAL;
+    }
     if (!t->o.json)
         text_printf(stderr, "watt tune: measuring %g s %s the change...\n", t->o.verify_s, when);
-    int r = tune_verify_measure(t->h, t->o.verify_s, ret, &err);
+    struct tune_workload wl = {0};
+    int r = t->o.workload ? tune_workload_start(t->o.workload, &wl) : 0;
+    if (r < 0) {
+        text_printf(stderr, "watt tune: --workload: cannot start it: %s\n", strerror(-r));
+        return r;
+    }
+    r = tune_verify_measure(t->h, t->o.verify_s, ret, &err);
+    if (t->o.workload) {
+        uint64_t ok, failed;
+        double s;
+        tune_workload_stop(&wl, &ok, &failed, &s);
+        if (r >= 0) {
+            (*ret)->workload_runs = ok;
+            (*ret)->workload_failed = failed;
+            (*ret)->workload_runs_per_s = (double)ok / s;
+        }
+    }
     if (r < 0)
         text_printf(stderr, "watt tune: --verify: %s\n", err ? err : strerror(-r));
     return r;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,8 @@ struct packer {
     uint64_t rt_checked_ns; /* the last real-time check (at most one a second) */
     bool rt_checked;
     bool busy_said;          /* "journal locked" said once per wait */
+    cpu_set_t own;           /* the agent's own affinity before it followed the set */
+    bool own_saved;          /* own holds it; the agent runs on the packed set */
     double hold_s;           /* how long a pressure growth holds off a shrink */
     uint64_t last_shrink_ns; /* the last shrink written (0: none) */
     int *fds;
@@ -735,19 +738,19 @@ static int write_cgroup(struct packer *p, struct journal *j, const char *cg, con
         if (cpuset_has(s, (unsigned)c))
             cpuset_add(&inter, (unsigned)c);
     _cleanup_free_ char *it = cpuset_format(&inter), *st = cpuset_format(s);
-    const char *fail = NULL;
+    const char *fail = NULL, *val = st;
     /* phase 1: shrink to S ∩ old, deepest first */
     if (r >= 0 && !same_set(&inter, &old) && cpuset_count(&inter)) {
         for (size_t i = nd; i-- > 0 && r >= 0;)
             if (follow[i]) {
                 _cleanup_free_ char *f = cpus_file(p, desc[i]);
                 if ((r = journal_set(j, HOST_SYS, f, it, NULL)) < 0)
-                    fail = desc[i];
+                    fail = desc[i], val = it;
             }
         if (r >= 0) {
             _cleanup_free_ char *f = cpus_file(p, cg);
             if ((r = journal_set(j, HOST_SYS, f, it, NULL)) < 0)
-                fail = cg;
+                fail = cg, val = it;
         }
     }
     /* phase 2: grow to S, parent first */
@@ -765,7 +768,7 @@ static int write_cgroup(struct packer *p, struct journal *j, const char *cg, con
     if (fail) {
         _cleanup_free_ char *f = cpus_file(p, fail);
         _cleanup_free_ char *disp = host_display_path(p->h, HOST_SYS, f);
-        *ret_err = xasprintf("the kernel refused CPUs %s in %s: %s", st, disp, strerror(-r));
+        *ret_err = xasprintf("the kernel refused CPUs %s in %s: %s", val, disp, strerror(-r));
     }
     free_names(desc, nd);
     free(follow);
@@ -799,6 +802,35 @@ static int enable_controller(struct packer *p, struct journal *j, const char *cg
         dir = next;
         c += n + 1;
     }
+}
+
+/* The agent itself follows the packed set on a live machine, so that its
+ * own ticks do not wake the CPUs it freed; its first affinity comes back
+ * when the set is let go. Not journalled: it dies with the process. */
+static void follow_set(struct packer *p, const struct cpuset *s)
+{
+    if (!p->h->live)
+        return;
+    if (!p->own_saved) {
+        CPU_ZERO(&p->own);
+        if (sched_getaffinity(0, sizeof(p->own), &p->own) < 0)
+            return;
+        p->own_saved = true;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c = -1; (c = cpuset_next(s, c)) >= 0;)
+        if (c < CPU_SETSIZE && CPU_ISSET(c, &p->own))
+            CPU_SET(c, &set);
+    if (CPU_COUNT(&set))
+        (void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void unfollow_set(struct packer *p)
+{
+    if (p->own_saved)
+        (void)sched_setaffinity(0, sizeof(p->own), &p->own);
+    p->own_saved = false;
 }
 
 /* S to every active cgroup (ALL) or only those not ours yet, in one
@@ -869,6 +901,7 @@ static int apply(struct packer *p, const struct cpuset *s, bool all, char **ret_
     free(p->cpus_text);
     p->cpus_text = cpuset_format(s);
     set_note(&p->note, NULL);
+    follow_set(p, s);
     return 1;
 }
 
@@ -902,6 +935,7 @@ int packer_release(struct packer *p, char **ret_err)
     for (size_t i = 0; i < p->ncg; i++)
         p->cg[i].ours = false;
     p->packed = false;
+    unfollow_set(p);
     cpuset_free(&p->current);
     p->current = (struct cpuset){0};
     free(p->cpus_text);
@@ -1021,6 +1055,16 @@ static int moment_read(struct packer *p, struct moment *m)
         cpuset_add(&m->excluded, (unsigned)c);
     for (int c = -1; (c = cpuset_next(&p->c.guard_cpus, c)) >= 0;)
         cpuset_add(&m->excluded, (unsigned)c);
+    /* cgroup2 isolated partitions (cpuset.cpus.partition = isolated): the
+     * root's cpuset.cpus.isolated lists their CPUs (6.7 on) */
+    _cleanup_free_ char *iso = NULL;
+    struct cpuset part = {0};
+    if (!p->hier.v1 && p->hier.base &&
+        host_read_strf(p->h, HOST_SYS, &iso, "%s/cpuset.cpus.isolated", p->hier.base) >= 0 &&
+        cpuset_parse(iso, &part) >= 0)
+        for (int c = -1; (c = cpuset_next(&part, c)) >= 0;)
+            cpuset_add(&m->excluded, (unsigned)c);
+    cpuset_free(&part);
     p->online = cpuset_count(&m->topo.online);
     return 0;
 }
@@ -1066,11 +1110,27 @@ int packer_tick(struct packer *p, uint64_t now, char **ret_msg)
         p->need_reset = false;
         refresh_cgroups(p, now, &m.excluded);
     }
+    bool any_active = false;
+    for (size_t i = 0; i < p->ncg; i++)
+        any_active |= p->cg[i].active;
+    if (!any_active && p->packed) {
+        /* every cgroup is left alone now: hold no set */
+        _cleanup_free_ char *err = NULL;
+        if ((r = packer_release(p, &err)) < 0) {
+            *ret_msg = TAKE_PTR(err);
+            moment_free(&m);
+            return r;
+        }
+    }
     measure(p, now); /* after refresh: demand = cgroups sums the active ones */
     p->target = p->demand * (1 + p->c.headroom);
     if (isnan(p->demand)) {
         moment_free(&m);
         return 0; /* measuring */
+    }
+    if (!any_active) {
+        moment_free(&m);
+        return 0; /* nothing to pack: each cgroup's note says why */
     }
     if (polled_pressure(p, now) && p->packed) {
         moment_free(&m);

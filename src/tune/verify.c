@@ -4,6 +4,7 @@
 #include "tune/verify.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,7 @@ static void build_power(struct tune_verify_window *w, const struct sample *a,
     }
     w->est_watts = ps.estimated_w;
     w->est_model = xstrdup(ps.model.name);
+    tune_verify_packages_build(w, &c, &ps.readings);
     power_summary_free(&ps);
 }
 
@@ -200,6 +202,7 @@ int tune_verify_window_build(const struct sample *a, const struct sample *b, dou
         .busy_mhz = NAN,
         .watts = NAN,
         .est_watts = NAN,
+        .workload_runs_per_s = NAN,
     };
     if (b->cpuidle)
         build_cpuidle(w, a, b, interval_s);
@@ -234,6 +237,7 @@ void tune_verify_window_free(struct tune_verify_window *w)
     free(w->meter);
     free(w->no_meter_why);
     free(w->est_model);
+    tune_verify_packages_free(w);
     free(w);
 }
 
@@ -458,6 +462,56 @@ static void rows_power(struct vtab *vt, const struct tune_verify_window *b,
     row_num(vt, l, TUNE_VERIFY_RATE, b->est_watts, a ? &a->est_watts : NULL);
 }
 
+/* The after window's entry for package id, or NULL. */
+static const struct tune_verify_package *match_pkg(const struct tune_verify_window *a, int id)
+{
+    for (unsigned k = 0; a && k < a->npackages; k++)
+        if (a->pkg[k].package == id)
+            return &a->pkg[k];
+    return NULL;
+}
+
+static void rows_pc(struct vtab *vt, const struct tune_verify_package *b,
+                    const struct tune_verify_package *a)
+{
+    for (unsigned e = 0; e < b->npc; e++) {
+        double av = NAN;
+        for (unsigned i = 0; a && i < a->npc; i++)
+            if (a->pc_number[i] == b->pc_number[e])
+                av = a->pc_pct[i];
+        _cleanup_free_ char *l = xasprintf("  PC%u %% (package PMU)", b->pc_number[e]);
+        row_num(vt, l, TUNE_VERIFY_PCT, b->pc_pct[e], &av);
+    }
+}
+
+/* Per package: what packing and deep package sleep move. Package
+ * C-states only where the cstate_pkg PMU counted (the footer says why
+ * not); watts only where RAPL measured. */
+static void rows_packages(struct vtab *vt, const struct tune_verify_window *b,
+                          const struct tune_verify_window *a)
+{
+    static const struct tune_verify_package none = {
+        .idle_pct = NAN, .deepest_pct = NAN, .busy_mhz = NAN, .package_w = NAN, .dram_w = NAN};
+    for (unsigned k = 0; k < b->npackages; k++) {
+        const struct tune_verify_package *pb = &b->pkg[k];
+        const struct tune_verify_package *pa = match_pkg(a, pb->package);
+        if (!pa)
+            pa = &none;
+        _cleanup_free_ char *head =
+            xasprintf("package %d (%u CPUs with cpuidle)", pb->package, pb->ncpus);
+        row_str(vt, head, "", "");
+        row_num(vt, "  idle % (mean of its CPUs)", TUNE_VERIFY_PCT, pb->idle_pct, &pa->idle_pct);
+        row_num(vt, "  deepest state %", TUNE_VERIFY_PCT, pb->deepest_pct, &pa->deepest_pct);
+        rows_pc(vt, pb, a ? pa : NULL);
+        if (!isnan(pb->busy_mhz) || !isnan(pa->busy_mhz))
+            row_num(vt, "  busy MHz (APERF/MPERF)", TUNE_VERIFY_RATE, pb->busy_mhz, &pa->busy_mhz);
+        if (!isnan(pb->package_w) || !isnan(pa->package_w))
+            row_num(vt, "  RAPL package W", TUNE_VERIFY_RATE, pb->package_w, &pa->package_w);
+        if (!isnan(pb->dram_w) || !isnan(pa->dram_w))
+            row_num(vt, "  RAPL DRAM W", TUNE_VERIFY_RATE, pb->dram_w, &pa->dram_w);
+    }
+}
+
 static void print_header(FILE *f, const struct tune_verify_window *b,
                          const struct tune_verify_window *a)
 {
@@ -513,6 +567,8 @@ static void print_footer(FILE *f, const struct tune_verify_window *b,
         fprintf(f, "Note: %s.\n", note);
     if ((note = poll_estimate_note(w)))
         fprintf(f, "Note: %s.\n", note);
+    if (w->npackages && w->pc_why)
+        fprintf(f, "Package C-states: not measured: %s.\n", w->pc_why);
     if (w->meter)
         fprintf(f, "Power measured by %s.\n", w->meter);
     else
@@ -540,6 +596,14 @@ void tune_verify_print(FILE *f, const struct tune_verify_window *before,
     rows_latency(&vt, before, after);
     rows_freq(&vt, before, after);
     rows_power(&vt, before, after);
+    rows_packages(&vt, before, after);
+    if (!isnan(before->workload_runs_per_s) || (after && !isnan(after->workload_runs_per_s))) {
+        row_num(&vt, "workload runs/s (--workload)", TUNE_VERIFY_RATE, before->workload_runs_per_s,
+                after ? &after->workload_runs_per_s : NULL);
+        _cleanup_free_ char *fb = xasprintf("%" PRIu64, before->workload_failed);
+        _cleanup_free_ char *fa = after ? xasprintf("%" PRIu64, after->workload_failed) : NULL;
+        row_str(&vt, "  runs failed", fb, fa);
+    }
     struct strbuf out = {0};
     table_render(&vt.t, &out, 120);
     fputs(strbuf_str(&out), f);
@@ -608,6 +672,15 @@ static void json_window(struct json *j, const struct tune_verify_window *w)
     json_kv_string(j, "no_meter", w->no_meter_why);
     json_kv_double(j, "estimated_watts", w->est_watts);
     json_kv_string(j, "estimate_model", w->est_model);
+    tune_verify_packages_json(j, w);
+    json_kv_double(j, "workload_runs_per_s", w->workload_runs_per_s);
+    if (isnan(w->workload_runs_per_s)) {
+        json_kv_null(j, "workload_runs");
+        json_kv_null(j, "workload_failed");
+    } else {
+        json_kv_u64(j, "workload_runs", w->workload_runs);
+        json_kv_u64(j, "workload_failed", w->workload_failed);
+    }
     json_object_end(j);
 }
 

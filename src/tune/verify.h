@@ -13,6 +13,7 @@
 
 #include "base/json.h"
 #include "host/host.h"
+#include "tune/verify_package.h"
 
 /* One C-state (by index), over the CPUs that have it. */
 struct tune_verify_state {
@@ -48,6 +49,14 @@ struct tune_verify_window {
     char *no_meter_why;    /* why not; owned */
     double est_watts;      /* the power model's estimate, never shown as measured; NaN */
     char *est_model;       /* the model's name ("vm-vcpu"); owned */
+    unsigned npackages;    /* per package (tune/verify_package.h); 0: no topology */
+    struct tune_verify_package *pkg; /* owned */
+    char *pc_pmu;                    /* "cstate_pkg" when it measured; NULL: see pc_why; owned */
+    char *pc_why;                    /* why no package C-states; owned */
+    /* `--workload CMD` (cli/tune_workload.h), set by the caller: */
+    double workload_runs_per_s; /* completed runs per second; NaN: no workload */
+    uint64_t workload_runs;     /* runs that exited 0 in the window */
+    uint64_t workload_failed;   /* runs that exited otherwise */
 };
 
 /* Measure one window of `seconds` (> 0) on h: sample, sleep, sample. On a

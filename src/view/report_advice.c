@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "model/pack.h"
+#include "model/pack_saving.h"
 #include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
 #include "sense/devices.h"
@@ -30,9 +32,13 @@ struct advice {
     char *why;         /* owned */
     char *how;         /* owned; NULL when there is no single command */
     double saving_w;   /* NaN when it cannot be estimated */
-    const char *basis; /* what the saving rests on; static */
+    const char *basis; /* what the saving rests on; static or basis_owned */
     double latency_us; /* cost per event; NaN when none */
     char *latency;     /* the cost in words; owned */
+    char *basis_owned; /* a basis built for this item; owned, may be NULL */
+    bool has_pack;     /* the packing item: pack and pack_model are set */
+    struct pack_saving pack;
+    const char *pack_model; /* the model's name; points into the ctx */
 };
 
 struct advice_list {
@@ -224,6 +230,61 @@ static void advise_idle_machine(const struct report_ctx *c, struct advice_list *
     a->latency = xstrdup("~300 s to boot when load returns, plus migrations");
 }
 
+/* What packing the measured load onto the fewest cores and packages would
+ * save (model/pack_saving.h), with every assumption in the basis. Needs a
+ * measured demand (an interval); isolated CPUs are not read here (the
+ * report is pure over its samples), so the plan takes every online CPU. */
+static void advise_pack(const struct report_ctx *c, struct advice_list *l)
+{
+    const struct power_summary *ps = c->power;
+    const struct topology *t = &c->cur->topo;
+    if (isnan(ps->busy_cores) || !t->npackages)
+        return;
+    struct pack_input in = {.topo = t,
+                            .demand_cpus = ps->busy_cores,
+                            .headroom = PACK_DEFAULT_HEADROOM,
+                            .min_cpus = PACK_DEFAULT_MIN_CPUS};
+    struct pack_plan plan;
+    if (pack_plan_build(&in, &plan) < 0)
+        return;
+    struct pack_saving_input si = {
+        .topo = t,
+        .plan = &plan,
+        .model = &ps->model,
+        .busy_cpus = ps->busy_cores,
+        .ghz = ps->ghz,
+        .rapl_package_w = pack_saving_rapl_w(&ps->readings, POWER_SCOPE_PACKAGE),
+        .rapl_dram_w = pack_saving_rapl_w(&ps->readings, POWER_SCOPE_DRAM),
+    };
+    struct pack_saving s;
+    if (plan.saturated || pack_saving_estimate(&si, &s) < 0 || !(s.saving_w > 0)) {
+        pack_plan_free(&plan);
+        return;
+    }
+    _cleanup_free_ char *list = cpuset_format(&plan.cpus);
+    struct advice *a = add(l);
+    a->action = xasprintf("pack movable work onto CPU%s %s so that %u of %u cores and %u of %u "
+                          "packages can sleep",
+                          plan.ncpus == 1 ? "" : "s", list, s.idle_cores, s.cores, s.idle_packages,
+                          s.packages);
+    a->why = xasprintf("%.2f busy CPUs (+%.0f %% headroom) fit on %u of %u CPUs; spread over "
+                       "all, every core and package is woken",
+                       ps->busy_cores, 100 * PACK_DEFAULT_HEADROOM, plan.ncpus, s.cpus);
+    a->how = xstrdup("run watt agent with a profile holding a [pack] section (docs/pack.md)");
+    a->saving_w = s.saving_w;
+    _cleanup_free_ char *assumed = pack_saving_assumptions(&s, &ps->model);
+    a->basis_owned = xasprintf("%s; every online CPU taken as packable (isolcpus and nohz_full "
+                               "are not read here; the agent's packer leaves them out)",
+                               assumed);
+    a->basis = a->basis_owned;
+    a->latency = xstrdup("queueing while the packed set grows when load rises, and packed work "
+                         "shares its cores' caches");
+    a->has_pack = true;
+    a->pack = s;
+    a->pack_model = ps->model.name;
+    pack_plan_free(&plan);
+}
+
 static int by_saving(const void *x, const void *y)
 {
     const struct advice *a = x, *b = y;
@@ -238,6 +299,7 @@ static void collect(const struct report_ctx *c, struct advice_list *l)
     advise_constraints(c, l);
     advise_devices(c, l);
     advise_governor(c, l);
+    advise_pack(c, l);
     if (l->n)
         qsort(l->v, l->n, sizeof(*l->v), by_saving);
 }
@@ -249,8 +311,36 @@ static void free_list(struct advice_list *l)
         free(l->v[i].why);
         free(l->v[i].how);
         free(l->v[i].latency);
+        free(l->v[i].basis_owned);
     }
     free(l->v);
+}
+
+/* The packing item's figures (docs/report-json.md, "advice"). */
+static void pack_json(struct json *j, const struct advice *a)
+{
+    const struct pack_saving *s = &a->pack;
+    json_key(j, "pack");
+    json_object_begin(j);
+    json_kv_string(j, "model", a->pack_model);
+    json_kv_u64(j, "packed_cpus", s->packed_cpus);
+    json_kv_u64(j, "idle_cpus", s->idle_cpus);
+    json_kv_u64(j, "idle_cores", s->idle_cores);
+    json_kv_u64(j, "cores", s->cores);
+    json_kv_u64(j, "idle_packages", s->idle_packages);
+    json_kv_u64(j, "packages", s->packages);
+    json_kv_double(j, "saving_packages_w", s->saving_pkg_w);
+    json_kv_double(j, "saving_dram_w", s->saving_dram_w);
+    json_kv_double(j, "saving_cores_w", s->saving_core_w);
+    json_kv_double(j, "saving_low_w", s->low_w);
+    json_kv_double(j, "saving_high_w", s->high_w);
+    json_kv_double(j, "uncertainty_pct", s->uncertainty_pct);
+    json_kv_double(j, "package_awake_w", s->pkg_awake_w);
+    json_kv_double(j, "package_deep_w", s->pkg_deep_w);
+    json_kv_double(j, "dram_per_package_w", s->dram_w);
+    json_kv_double(j, "rapl_package_scale", s->pkg_measured ? s->pkg_scale : NAN);
+    json_kv_double(j, "rapl_dram_scale", s->dram_measured ? s->dram_scale : NAN);
+    json_object_end(j);
 }
 
 static void advice_json(const struct report_ctx *c, struct json *j)
@@ -268,6 +358,8 @@ static void advice_json(const struct report_ctx *c, struct json *j)
         json_kv_string(j, "saving_basis", a->basis);
         json_kv_double(j, "latency_cost_us", a->latency_us);
         json_kv_string(j, "latency_cost", a->latency);
+        if (a->has_pack)
+            pack_json(j, a);
         json_object_end(j);
     }
     json_array_end(j);
@@ -288,6 +380,8 @@ static void advice_text(const struct report_ctx *c, struct strbuf *out)
         report_wrap(out, num, 5, a->action);
         _cleanup_free_ char *cost =
             isnan(a->saving_w) ? xasprintf("saves: unknown here; costs %s", a->latency)
+            : a->has_pack      ? xasprintf("saves ~%.1f W (%.1f-%.1f W); costs %s", a->saving_w,
+                                           a->pack.low_w, a->pack.high_w, a->latency)
                                : xasprintf("saves ~%.1f W; costs %s", a->saving_w, a->latency);
         report_wrap(out, "     ", 7, cost);
         report_wrap(out, "     why: ", 7, a->why);

@@ -23,6 +23,7 @@
 #include "sense/procstat.h"
 #include "sense/tasks.h"
 #include "view/report_power.h"
+#include "view/top_pkg.h"
 #include "view/window.h"
 
 /* tid -> tgid within a frame: a thread woken by several events is resolved
@@ -716,6 +717,19 @@ static void build_cpus(struct build *B)
     f->ncpus_rows = n;
 }
 
+/* After build_cpus: the package rows (their fallback is the CPU rows' mean). */
+static void build_pkgs(struct build *B)
+{
+    struct report_ctx rc = {.h = B->c->h,
+                            .sense = B->c->sense,
+                            .a = B->a,
+                            .b = B->b,
+                            .cur = B->b,
+                            .interval_s = B->secs,
+                            .diags = &B->diags};
+    top_build_pkgs(B->f, &rc);
+}
+
 static void build_devices(struct build *B)
 {
     struct top_frame *f = B->f;
@@ -850,6 +864,7 @@ static int frame_cgmode(struct build *B)
     build_sources(B);
     build_cgroups_cpustat(B, &cur);
     build_cpus(B);
+    build_pkgs(B);
     build_notes(B); /* no device rows: the agent has its own device metrics */
     cgroup_cpu_snapshot_clear(&c->prev_cg);
     c->prev_cg = cur;
@@ -898,6 +913,7 @@ int top_collector_frame_from(struct top_collector *c, const struct sample *a,
     build_power(&B);
     build_cgroups(B.f);
     build_cpus(&B);
+    build_pkgs(&B);
     build_devices(&B);
     build_notes(&B);
 

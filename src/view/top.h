@@ -58,6 +58,27 @@ struct top_cpu {
     struct top_cstate *st; /* owned */
 };
 
+/* A package row of the C-states view (top_pkg.c): the package's own
+ * C-states from the cstate PMUs (PC2, PC6, ... and the mean of its
+ * cores' CC1, CC6, ...) where they measured it, else the mean of its
+ * CPUs' cpuidle residency, as the report's package rows. */
+#define TOP_PKG_STATES 24
+
+struct top_pkg_state {
+    char name[32];        /* "PC6", "CC6" (pmu); the cpuidle name ("C6") */
+    double residency_pct; /* % of the window; NaN unknown */
+};
+
+struct top_pkg {
+    int package;
+    bool pmu;        /* the states come from the cstate PMUs */
+    unsigned ncpus;  /* its online CPUs */
+    double busy_pct; /* mean of its CPUs; NaN unknown */
+    char why[200];   /* why not the PMU; "" when pmu */
+    size_t nstates;
+    struct top_pkg_state st[TOP_PKG_STATES];
+};
+
 struct top_device {
     char *bus, *name, *driver, *product; /* owned; driver/product may be NULL */
     char control[8];                     /* "auto", "on" */
@@ -104,6 +125,8 @@ struct top_frame {
     struct top_source *sources;
     size_t ncpus_rows;
     struct top_cpu *cpus;
+    size_t npkgs;
+    struct top_pkg *pkgs; /* owned; by package id */
     size_t ndevices;
     struct top_device *devices;
     size_t nnotes;

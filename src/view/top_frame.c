@@ -30,6 +30,7 @@ void top_frame_free(struct top_frame *f)
     for (size_t i = 0; i < f->ncpus_rows; i++)
         free(f->cpus[i].st);
     free(f->cpus);
+    free(f->pkgs);
     for (size_t i = 0; i < f->ndevices; i++) {
         struct top_device *d = &f->devices[i];
         free(d->bus);

@@ -129,6 +129,11 @@ def test_report_top():
           lambda d: d["cstates"]["states"][0].update(latency_us="2"))
     bites("a problem without its reason", rep, lambda d: d["problems"].append({"where": "x"}))
     bites("a report without its host section", rep, lambda d: d.pop("host"))
+    packing = [a for a in (rep or {}).get("advice") or [] if "pack" in a]
+    check(len(packing) == 1 and packing[0]["pack"]["idle_packages"] == 1,
+          "report intel-2s: one packing advice, one package left idle")
+    bites("a packing advice without its low estimate", rep,
+          lambda d: [a for a in d["advice"] if "pack" in a][0]["pack"].pop("saving_low_w"))
     top = run_json("top --once --root intel-2s (again)", ["top", "--once", "--json", "--root",
                                                           "intel-2s", "--interval", "1"],
                    "watt-top/2", cwd=FIXTURES)
@@ -152,6 +157,17 @@ def test_tune(tmp):
     run_json("restore --dry-run", ["restore", "--dry-run", "--json", *common], "watt-restore/2")
     rs = run_json("restore", ["restore", "--json", *common], "watt-restore/2")
     bites("a restore count below zero", rs, lambda d: d.update(restored=-1))
+    ver = run_json("tune latency --verify", ["tune", "latency", "--verify=1", "--json", *common],
+                   "watt-tune/2")
+    pk = ver["verify"]["after"]["packages"] if ver else []
+    check(len(pk) == 2 and all(p["rapl_package_w"] > 0 and p["cpus"] == 20 for p in pk),
+          "tune --verify: a row per package with its CPUs and RAPL package watts")
+    bites("a verify package without its RAPL watts", ver,
+          lambda d: d["verify"]["before"]["packages"][0].pop("rapl_package_w"))
+    bites("a package C-state named 'kitchen'", ver,
+          lambda d: d["verify"]["after"]["packages"][0]["package_cstates"].append(
+              {"state": "kitchen", "residency_pct": 1}))
+    run_json("restore after --verify", ["restore", "--json", *common], "watt-restore/2")
     ls = run_json("tune --list", ["tune", "--list", "--json"], "watt-tune-list/1")
     bites("a profile of kind 'magic'", ls, lambda d: d["profiles"][0].update(kind="magic"))
     run_json("tune --show latency", ["tune", "--show", "latency", "--json"], "watt-tune-show/1")

@@ -447,6 +447,10 @@ def test_bad_input():
     bad("--verify=0", ("tune", "latency", "--verify=0", "--root", root), 2, "--verify")
     bad("--dry-run with --verify", ("tune", "latency", "--dry-run", "--verify", "--root", root),
         2, "--verify")
+    bad("--workload without --verify", ("tune", "latency", "--workload", "true", "--root", root),
+        2, "add --verify")
+    bad("--workload on a recorded root", ("tune", "latency", "--verify=1", "--workload", "true",
+                                          "--root", root), 1, "needs the live machine")
     bad("unknown option", ("tune", "latency", "--frobnicate", "--root", root), 2)
     bad("restore with a profile", ("restore", "latency", "--root", root), 2, "unexpected")
     bad("missing root", ("tune", "latency", "--root", os.path.join(TMP, "nowhere")), 1,

@@ -154,8 +154,28 @@ def main():
               f"--verify: before/after measured here ({v.stderr.strip()[-300:]})")
         print("\n".join("# " + l for l in v.stdout.split("Measured before and after", 1)[-1]
                         .splitlines()[:30]))
+        # every online CPU in some package row; the cstate PMUs here or a reason why not
+        ncpu = len(os.sched_getaffinity(0))
+        rows = [l for l in v.stdout.splitlines() if l.strip().startswith("package ")]
+        check(rows and sum(int(l.split("(")[1].split()[0]) for l in rows) <= ncpu and
+              ("PC" in v.stdout or "Package C-states: not measured:" in v.stdout),
+              f"--verify: per-package rows here ({rows[:2]})")
         rs = run.watt("restore")
         check(rs.returncode == 0 and snapshot(files) == before, "--verify: restored")
+        # a workload of known throughput: one run every ~10 ms of sleep plus
+        # a fork and exec of sh (1-5 ms here), so 40-100 runs/s
+        wl = run.watt("tune", "live-check", "--verify=1", "--workload", "sleep 0.01", "--json")
+        doc = json.loads(wl.stdout) if wl.returncode == 0 else {}
+        rates = [doc["verify"][w]["workload_runs_per_s"] for w in ("before", "after")] if doc \
+            else []
+        check(len(rates) == 2 and all(40 <= r <= 100 for r in rates) and
+              doc["verify"]["after"]["workload_failed"] == 0,
+              f"--workload 'sleep 0.01': 40-100 runs/s before and after ({rates}, "
+              f"{wl.stderr.strip()[-200:]})")
+        left = subprocess.run(["pgrep", "-f", "sh -c sleep 0.01"], capture_output=True, text=True)
+        check(left.stdout.strip() == "", "--workload: no run left behind after watt tune")
+        rs = run.watt("restore")
+        check(rs.returncode == 0 and snapshot(files) == before, "--workload: restored")
     finally:
         run.watt("restore")
         after = snapshot(files)

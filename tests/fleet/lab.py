@@ -785,8 +785,27 @@ class Lab:
     def set_load(self, vm, mode, host=None):
         if mode not in KEYS:
             raise LabError(f"load mode {mode!r}: want one of {', '.join(KEYS)}")
-        h = self.host(host) if host else self._running_on(vm)
-        self.virsh(h, "send-key", vm, KEYS[mode])
+        if host:
+            self.virsh(self.host(host), "send-key", vm, KEYS[mode])
+            return
+        # a controller may migrate VM between the lookup and the key: look
+        # again (the CI lab on a loaded machine lost vm2 from h1 that way)
+        why = ""
+        for attempt in range(10):
+            try:
+                h = self._running_on(vm)
+            except LabError as e:  # mid-migration: running nowhere for a moment
+                why = str(e)
+                time.sleep(0.5)
+                continue
+            p = self.virsh(h, "send-key", vm, KEYS[mode], check=False)
+            if p.returncode == 0:
+                return
+            why = f"{h.name}: virsh send-key {vm} {KEYS[mode]}: {p.stderr.strip()}"
+            if "Domain not found" not in p.stderr and "not running" not in p.stderr:
+                break
+            time.sleep(0.5)
+        raise LabError(why)
 
     def set_busy(self, vm, busy, host=None):
         self.set_load(vm, "busy" if busy else "idle", host)

@@ -148,11 +148,19 @@ def test_power(lab, h):
     check(not lab.host_up(h) and lab.power_state(h) == 0, f"{h.name} up after soft off")
     lab.power(h, "on")
     lab.wait_up(h, 30)
-    log = [(k, v) for _, k, v in lab.power_log(h)]
+    raw = [(k, v) for _, k, v in lab.power_log(h)]
+    # ipmitool resends a request after its 1-s timeout (-N 1 -R 2); on a
+    # loaded machine the hook that boots a host can outlast it, so the BMC
+    # runs the same "on" twice: a repeated (hook, power) pair is one request
+    log = []
+    for i in range(0, len(raw), 2):
+        pair = raw[i:i + 2]
+        if len(log) < 2 or log[-2:] != pair:
+            log += pair
     want = [("hook", "on rc=0"), ("power", "1"), ("hook", "off rc=0"), ("power", "0"),
             ("hook", "on rc=0"), ("power", "1"), ("hook", "soft-off rc=0"), ("power", "0"),
             ("hook", "on rc=0"), ("power", "1")]
-    check(log == want, f"{h.name} power log {log}, want {want}")
+    check(log == want, f"{h.name} power log {raw}, want {want} (a repeated pair counted once)")
 
 
 def test_migration_timeout(lab, vm, src, dst):

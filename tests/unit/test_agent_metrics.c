@@ -13,10 +13,13 @@
 
 #include "agent/fleet_doc.h"
 #include "agent/metrics.h"
+#include "agent/metrics_cstate.h"
+#include "agent/metrics_memory.h"
 #include "base/util.h"
 #include "config.h"
 #include "host/host.h"
 #include "model/model.h"
+#include "sense/cstate_pmu.h"
 #include "sense/devpolicy.h"
 #include "sense/irq.h"
 #include "sense/latency.h"
@@ -739,15 +742,232 @@ static void test_fleet(void **state)
     }
 }
 
+/* ---- package and core C-states, memory (metrics_cstate.c, metrics_memory.c) ---- */
+
+/* Three recorded PMU readings one second apart at a 2.4 GHz TSC, as the
+ * report's test has them: package 0 spends 12 % in PC2 and 70 % in PC6
+ * each second, package 1 stays in PC0; core 0 of package 0 50 % in CC6. */
+static struct cstate_pmu_unit pkg_units[2] = {
+    {.cpu = 0, .package = 0, .core = -1},
+    {.cpu = 10, .package = 1, .core = -1},
+};
+static struct cstate_pmu_unit core_units[1] = {{.cpu = 0, .package = 0, .core = 0}};
+
+#define TSC_HZ 2400000000ull
+
+static void pmu_reading(struct cstate_pmu_sample *s, uint64_t *pc, uint64_t *ptsc, uint64_t *cc,
+                        uint64_t *ctsc)
+{
+    *s = (struct cstate_pmu_sample){0};
+    s->r[CSTATE_PMU_PKG].pmu = (struct cstate_pmu){.present = true,
+                                                   .name = "cstate_pkg",
+                                                   .nevents = 2,
+                                                   .ev = {{"c2", 2, 0}, {"c6", 6, 2}},
+                                                   .nunits = 2,
+                                                   .units = pkg_units};
+    s->r[CSTATE_PMU_PKG].counts =
+        (struct cstate_pmu_counts){.nunits = 2, .nevents = 2, .counts = pc, .tsc = ptsc};
+    s->r[CSTATE_PMU_CORE].pmu = (struct cstate_pmu){.present = true,
+                                                    .name = "cstate_core",
+                                                    .nevents = 1,
+                                                    .ev = {{"c6", 6, 2}},
+                                                    .nunits = 1,
+                                                    .units = core_units};
+    s->r[CSTATE_PMU_CORE].counts =
+        (struct cstate_pmu_counts){.nunits = 1, .nevents = 1, .counts = cc, .tsc = ctsc};
+}
+
+static char *render_with(const struct report_ctx *c, const struct agent_cstate *cs,
+                         const struct agent_memory *mem, bool om)
+{
+    struct agent_self self = {.cstate = cs, .memory = mem};
+    struct strbuf out = {0};
+    agent_metrics_render(c, NULL, &self, AGENT_RAPL_EXACT, 1, om, &out);
+    return strbuf_steal(&out);
+}
+
+/* The PMU's shares become seconds that add up over intervals: 0.7 s of
+ * PC6 per second, 1.4 after two; package 1's PC6 series is there at 0
+ * (measured, not absent); both packages say source pmu. */
+static void test_cstate_pmu_seconds(void **state)
+{
+    (void)state;
+    uint64_t pc[3][4], ptsc[3][2], cc[3][1], ctsc[3][1];
+    struct cstate_pmu_sample ps[3];
+    struct sample smp[3];
+    for (int i = 0; i < 3; i++) {
+        uint64_t t = 5000000000ull + (uint64_t)i * TSC_HZ;
+        pc[i][0] = 100 + (uint64_t)i * 288000000;  /* 12 % of 2.4e9 */
+        pc[i][1] = 200 + (uint64_t)i * 1680000000; /* 70 % */
+        pc[i][2] = 300;
+        pc[i][3] = 400;
+        ptsc[i][0] = t;
+        ptsc[i][1] = t + 200;
+        cc[i][0] = (uint64_t)i * (TSC_HZ / 2);
+        ctsc[i][0] = t;
+        pmu_reading(&ps[i], pc[i], ptsc[i], cc[i], ctsc[i]);
+        smp[i] = (struct sample){.cstate_pmu = &ps[i]};
+    }
+    int ids[2] = {0, 1};
+    struct sense sense = {0};
+    for (int i = 0; i < _SAMPLER_MAX; i++)
+        sense.usable[i] = 1;
+    struct agent_cstate *cs;
+    assert_int_equal(agent_cstate_new(&cs), 0);
+    for (int i = 1; i < 3; i++) {
+        smp[i].topo.npackages = 2;
+        smp[i].topo.package_ids = ids;
+        struct report_ctx c = {
+            .sense = &sense, .a = &smp[i - 1], .b = &smp[i], .cur = &smp[i], .interval_s = 1.0};
+        agent_cstate_update(cs, &c);
+        for (int om = 0; om < 2; om++) {
+            _cleanup_free_ char *t = render_with(&c, cs, NULL, om);
+            validate(t, om);
+            double want = 0.7 * i;
+            assert_true(fabs(num_of(t, "watt_cpu_package_cstate_seconds_total{package=\"0\","
+                                       "state=\"pc6\"}") -
+                             want) < 1e-9);
+            assert_true(fabs(num_of(t, "watt_cpu_package_cstate_seconds_total{package=\"0\","
+                                       "state=\"pc2\"}") -
+                             0.12 * i) < 1e-9);
+            want_value(t, "watt_cpu_package_cstate_seconds_total{package=\"1\",state=\"pc6\"}",
+                       "0");
+            assert_true(fabs(num_of(t, "watt_cpu_core_cstate_seconds_total{package=\"0\","
+                                       "core=\"0\",state=\"cc6\"}") -
+                             0.5 * i) < 1e-9);
+            want_value(t, "watt_cpu_package_cstate_source{package=\"1\",source=\"pmu\"}", "1");
+            assert_null(strstr(t, "watt_cpu_cstate_pmu_unavailable{"));
+            assert_null(strstr(t, "watt_cpu_package_idle_state_mean_seconds_total{"));
+            if (om)
+                assert_non_null(strstr(t, "# TYPE watt_cpu_package_cstate_seconds counter\n"
+                                          "# UNIT watt_cpu_package_cstate_seconds seconds\n"));
+        }
+    }
+    /* a counter that went backwards adds nothing: the total stays */
+    pc[2][1] = 100;
+    struct report_ctx c = {
+        .sense = &sense, .a = &smp[1], .b = &smp[2], .cur = &smp[2], .interval_s = 1.0};
+    agent_cstate_update(cs, &c);
+    _cleanup_free_ char *t = render_with(&c, cs, NULL, false);
+    assert_null(value_of(t, "watt_cpu_package_cstate_seconds_total{package=\"0\",state=\"pc6\"}"));
+    assert_true(fabs(num_of(t, "watt_cpu_package_cstate_seconds_total{package=\"0\","
+                               "state=\"pc2\"}") -
+                     0.36) < 1e-9);
+    agent_cstate_free(cs);
+}
+
+/* intel-2s has both PMUs in sysfs, but a recorded root opens no counter:
+ * each PMU says why, each package falls back to the mean of its CPUs'
+ * cpuidle time (never zeros under the PMU's name). Memory: the nodes'
+ * meminfo and the four skx_edac controllers of three 16 GiB DIMMs. */
+static void test_cstate_memory_intel_2s(void **state)
+{
+    (void)state;
+    struct run r;
+    run_open(&r, "intel-2s", true);
+    struct agent_cstate *cs;
+    struct agent_memory *mem;
+    assert_int_equal(agent_cstate_new(&cs), 0);
+    assert_int_equal(agent_memory_new(r.h, &mem), 0);
+    agent_cstate_update(cs, &r.c);
+    agent_memory_update(mem, r.h, &r.c);
+    for (int om = 0; om < 2; om++) {
+        _cleanup_free_ char *t = render_with(&r.c, cs, mem, om);
+        validate(t, om);
+        assert_null(strstr(t, "watt_cpu_package_cstate_seconds_total{"));
+        assert_null(strstr(t, "watt_cpu_core_cstate_seconds_total{"));
+        const char *why = value_of(t, "watt_cpu_cstate_pmu_unavailable{pmu=\"cstate_pkg\","
+                                      "reason=\"needs the live kernel: perf counters cannot be "
+                                      "read from a recorded root\"}");
+        assert_non_null(why);
+        want_value(t, "watt_cpu_package_cstate_source{package=\"0\",source=\"cpuidle_mean\"}", "1");
+        /* the mean of a package's CPUs over one nominal second: at most 1 s in all states */
+        double sum = 0;
+        unsigned n = 0;
+        for (const char *p = strstr(t, "\nwatt_cpu_package_idle_state_mean_seconds_total{"
+                                       "package=\"1\"");
+             p; p = strstr(p + 1, "\nwatt_cpu_package_idle_state_mean_seconds_total{"
+                                  "package=\"1\"")) {
+            sum += strtod(strchr(p, '}') + 1, NULL);
+            n++;
+        }
+        assert_true(n >= 2 && sum > 0 && sum <= 1.0 + 1e-6);
+        want_value(t, "watt_memory_node_total_bytes{node=\"0\"}", "100275523584");
+        /* int(97925316 * 0.31) // 4 * 4 kB */
+        want_value(t, "watt_memory_node_used_bytes{node=\"0\"}", "31085408256");
+        assert_non_null(value_of(t, "watt_memory_node_cpus_idle_seconds_total{node=\"1\"}"));
+        want_value(t,
+                   "watt_memory_controller_dimms{controller=\"3\",name=\"Skylake Socket#1 "
+                   "IMC#1\"}",
+                   "3");
+        want_value(t,
+                   "watt_memory_controller_size_bytes{controller=\"0\",name=\"Skylake "
+                   "Socket#0 IMC#0\"}",
+                   "51539607552");
+        assert_null(strstr(t, "watt_memory_unavailable{what=\"edac\""));
+    }
+    /* SIGHUP: nodes and EDAC read anew, the idle totals kept */
+    _cleanup_free_ char *before = render_with(&r.c, cs, mem, false);
+    char idle[64];
+    snprintf(idle, sizeof(idle), "%s",
+             value_of(before, "watt_memory_node_cpus_idle_seconds_total{node=\"0\"}"));
+    agent_memory_reload(mem, r.h);
+    _cleanup_free_ char *after = render_with(&r.c, cs, mem, false);
+    want_value(after, "watt_memory_node_cpus_idle_seconds_total{node=\"0\"}", idle);
+    want_value(after,
+               "watt_memory_controller_dimms{controller=\"0\",name=\"Skylake Socket#0 "
+               "IMC#0\"}",
+               "3");
+    assert_int_equal(agent_memory_info(mem)->nnodes, 2);
+    agent_memory_free(mem);
+    agent_cstate_free(cs);
+    run_close(&r);
+}
+
+/* amd-epyc: no cstate PMU at all (AMD has none; a VM neither) and no RAPL
+ * dram domain: the reasons are there, no C-state or share series. */
+static void test_cstate_memory_absent(void **state)
+{
+    (void)state;
+    struct run r;
+    run_open(&r, "amd-epyc", true);
+    struct agent_cstate *cs;
+    struct agent_memory *mem;
+    assert_int_equal(agent_cstate_new(&cs), 0);
+    assert_int_equal(agent_memory_new(r.h, &mem), 0);
+    agent_cstate_update(cs, &r.c);
+    agent_memory_update(mem, r.h, &r.c);
+    _cleanup_free_ char *t = render_with(&r.c, cs, mem, true);
+    validate(t, true);
+    assert_non_null(strstr(t, "watt_cpu_cstate_pmu_unavailable{pmu=\"cstate_pkg\",reason=\"no "
+                              "cstate_core or cstate_pkg perf PMU"));
+    assert_non_null(strstr(t, "watt_cpu_cstate_pmu_unavailable{pmu=\"cstate_core\",reason=\""));
+    assert_null(strstr(t, "watt_cpu_package_cstate_seconds_total{"));
+    assert_null(strstr(t, "watt_memory_dram_share_ratio{"));
+    assert_null(strstr(t, "\nwatt_memory_dram_share_ratio "));
+    assert_non_null(strstr(t, "watt_memory_unavailable{what=\"dram_share\",reason=\"no RAPL dram"));
+    agent_memory_free(mem);
+    agent_cstate_free(cs);
+    run_close(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_node_exporter), cmocka_unit_test(test_intel_2s),
-        cmocka_unit_test(test_turbo),         cmocka_unit_test(test_stuck_counter),
-        cmocka_unit_test(test_wrap),          cmocka_unit_test(test_backwards),
-        cmocka_unit_test(test_escaping),      cmocka_unit_test(test_latency),
-        cmocka_unit_test(test_power_modes),   cmocka_unit_test(test_device_policy),
+        cmocka_unit_test(test_node_exporter),
+        cmocka_unit_test(test_intel_2s),
+        cmocka_unit_test(test_turbo),
+        cmocka_unit_test(test_stuck_counter),
+        cmocka_unit_test(test_wrap),
+        cmocka_unit_test(test_backwards),
+        cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_latency),
+        cmocka_unit_test(test_power_modes),
+        cmocka_unit_test(test_device_policy),
         cmocka_unit_test(test_fleet),
+        cmocka_unit_test(test_cstate_pmu_seconds),
+        cmocka_unit_test(test_cstate_memory_intel_2s),
+        cmocka_unit_test(test_cstate_memory_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

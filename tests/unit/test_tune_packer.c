@@ -561,6 +561,25 @@ static void test_v2_enable(void **state)
     free(root);
 }
 
+/* v2: CPUs of an isolated partition (the root's cpuset.cpus.isolated)
+ * are never packed */
+static void test_v2_partition(void **state)
+{
+    (void)state;
+    char *root = make_v2();
+    tree_write(root, "sys/fs/cgroup/cpuset.cpus.isolated", "0\n");
+    struct host *h = open_root(root);
+    struct packer *p = start(h, "system.slice");
+    tick(p, 1 * S);
+    set_stat(root, 10, 500);
+    assert_int_equal(tick(p, 2 * S), 1);
+    assert_file(root, "sys/fs/cgroup/system.slice/cpuset.cpus", "1\n");
+    packer_free(p);
+    assert_file(root, "sys/fs/cgroup/system.slice/cpuset.cpus", "\n");
+    host_close(h);
+    free(root);
+}
+
 /* the subtree_control values: the knob, the live undo, what is in force */
 static void test_controllers(void **state)
 {
@@ -695,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_pressure_window),
         cmocka_unit_test(test_v2),
         cmocka_unit_test(test_v2_enable),
+        cmocka_unit_test(test_v2_partition),
         cmocka_unit_test(test_controllers),
         cmocka_unit_test(test_demand_cgroups),
         cmocka_unit_test(test_realtime),

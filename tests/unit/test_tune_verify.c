@@ -15,7 +15,9 @@
 #include "base/json.h"
 #include "base/util.h"
 #include "host/host.h"
+#include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
+#include "sense/cstate_pmu.h"
 #include "sense/latency.h"
 #include "sense/sampler.h"
 #include "tune/verify.h"
@@ -238,6 +240,132 @@ static void test_print_and_json(void **state)
     sample_free(c);
 }
 
+/* ---- per package, from synthetic samples ---- */
+
+/* CPU 0 in package 0, CPU 1 in package 1 (the synth() counts A -> B). */
+static void two_packages(struct sample *s)
+{
+    struct topology *t = &s->topo;
+    t->ncpu = 2;
+    t->cpu = xcalloc(2, sizeof(*t->cpu));
+    for (int i = 0; i < 2; i++) {
+        t->cpu[i] = (struct topo_cpu){.present = true, .online = true, .package = i};
+        cpuset_add(&t->online, (unsigned)i);
+    }
+    t->npackages = 2;
+    t->ncores = 2;
+    t->package_ids = xcalloc(2, sizeof(int));
+    t->package_ids[1] = 1;
+}
+
+/* APERF/MPERF at a 2 GHz base clock (no TSC counter): over 2 s CPU 0
+ * counts 1.5 APERF per MPERF (3000 MHz busy), CPU 1 1.0 (2000 MHz). */
+static struct cpufreq_sample *freq(bool later)
+{
+    struct cpufreq_sample *f = xcalloc(1, sizeof(*f));
+    f->ncpus = 2;
+    f->cpus = xcalloc(2, sizeof(*f->cpus));
+    f->msr_mono_ns = later ? 3000000000ull : 1000000000ull;
+    for (int i = 0; i < 2; i++)
+        f->cpus[i] = (struct cpufreq_cpu){
+            .cpu = i,
+            .cur_khz = VAL_NONE,
+            .min_khz = VAL_NONE,
+            .max_khz = VAL_NONE,
+            .hw_min_khz = VAL_NONE,
+            .hw_max_khz = VAL_NONE,
+            .hw_cur_khz = VAL_NONE,
+            .base_khz = 2000000,
+            .nom_khz = VAL_NONE,
+            .boost = -1,
+            .aperf = later ? (i ? 1000000000ull : 1500000000ull) : 0,
+            .mperf = later ? 1000000000ull : 0,
+            .tsc = VAL_NONE,
+        };
+    return f;
+}
+
+/* The package PMU on CPUs 0 and 1 over 2 s at a 2.4 GHz TSC: package 0
+ * 10 % in PC2 and 60 % in PC6, package 1 never below PC0. */
+static struct cstate_pmu_unit pmu_units[2] = {
+    {.cpu = 0, .package = 0, .core = -1},
+    {.cpu = 1, .package = 1, .core = -1},
+};
+static uint64_t pmu_c0[] = {0, 0, 0, 0}, pmu_t0[] = {0, 0};
+static uint64_t pmu_c1[] = {480000000, 2880000000ull, 0, 0};
+static uint64_t pmu_t1[] = {4800000000ull, 4800000000ull};
+
+static void pmu_reading(struct cstate_pmu_sample *s, uint64_t *counts, uint64_t *tsc)
+{
+    *s = (struct cstate_pmu_sample){0};
+    s->r[CSTATE_PMU_PKG].pmu = (struct cstate_pmu){.present = true,
+                                                   .name = "cstate_pkg",
+                                                   .nevents = 2,
+                                                   .ev = {{"c2", 2, 0}, {"c6", 6, 2}},
+                                                   .nunits = 2,
+                                                   .units = pmu_units};
+    s->r[CSTATE_PMU_PKG].counts =
+        (struct cstate_pmu_counts){.nunits = 2, .nevents = 2, .counts = counts, .tsc = tsc};
+}
+
+static void test_packages(void **state)
+{
+    (void)state;
+    struct sample *a = synth(A, LATENCY_NONE, 0), *b = synth(B, LATENCY_NONE, 0);
+    two_packages(b);
+    a->cpufreq = freq(false);
+    b->cpufreq = freq(true);
+    struct cstate_pmu_sample pa, pb;
+    pmu_reading(&pa, pmu_c0, pmu_t0);
+    pmu_reading(&pb, pmu_c1, pmu_t1);
+    a->cstate_pmu = &pa;
+    b->cstate_pmu = &pb;
+    struct tune_verify_window *w = NULL;
+    assert_int_equal(tune_verify_window_build(a, b, 2.0, false, &w), 0);
+    assert_int_equal(w->npackages, 2);
+    /* CPU 0: POLL 1 % + haltpoll 90 % idle; CPU 1: 2 % + 80 % */
+    assert_float_equal(w->pkg[0].idle_pct, 91.0, 1e-9);
+    assert_float_equal(w->pkg[0].deepest_pct, 90.0, 1e-9);
+    assert_float_equal(w->pkg[1].idle_pct, 82.0, 1e-9);
+    assert_float_equal(w->pkg[1].deepest_pct, 80.0, 1e-9);
+    assert_float_equal(w->pkg[0].busy_mhz, 3000, 1e-6);
+    assert_float_equal(w->pkg[1].busy_mhz, 2000, 1e-6);
+    assert_true(isnan(w->pkg[0].package_w)); /* no RAPL: never an estimate */
+    assert_string_equal(w->pc_pmu, "cstate_pkg");
+    assert_null(w->pc_why);
+    assert_int_equal(w->pkg[0].npc, 2);
+    assert_int_equal(w->pkg[0].pc_number[1], 6);
+    assert_float_equal(w->pkg[0].pc_pct[0], 10.0, 1e-9);
+    assert_float_equal(w->pkg[0].pc_pct[1], 60.0, 1e-9);
+    assert_float_equal(w->pkg[1].pc_pct[1], 0.0, 0);
+
+    _cleanup_free_ char *txt = render(w, w);
+    assert_non_null(strstr(txt, "package 0 (1 CPUs with cpuidle)"));
+    assert_non_null(strstr(txt, "PC6 % (package PMU)"));
+    assert_non_null(strstr(txt, "busy MHz (APERF/MPERF)"));
+    assert_null(strstr(txt, "RAPL package W")); /* no row without a meter */
+    assert_null(strstr(txt, "Package C-states: not measured"));
+    struct json j;
+    json_init(&j, false);
+    tune_verify_json(&j, w, NULL);
+    assert_non_null(strstr(strbuf_str(&j.out),
+                           "\"package_cstates\":[{\"state\":\"pc2\",\"residency_pct\":10},"
+                           "{\"state\":\"pc6\",\"residency_pct\":60}]"));
+    assert_non_null(strstr(strbuf_str(&j.out), "\"package_pmu\":\"cstate_pkg\""));
+    json_free(&j);
+    tune_verify_window_free(w);
+
+    /* no PMU sample (this VM): why, never a crash */
+    b->cstate_pmu = NULL;
+    assert_int_equal(tune_verify_window_build(a, b, 2.0, false, &w), 0);
+    assert_int_equal(w->pkg[0].npc, 0);
+    assert_non_null(strstr(w->pc_why, "not read"));
+    tune_verify_window_free(w);
+    a->cstate_pmu = NULL; /* static readings: not the sampler's to free */
+    sample_free(a);
+    sample_free(b);
+}
+
 /* ---- the whole measure on a recorded root ---- */
 
 /* Sum over CPUs of (later - first) usage of one state, from the fixture's
@@ -299,6 +427,26 @@ static void test_measure_fixture(void **state)
     assert_string_equal(w1->freq_governor, "powersave");
     assert_string_equal(w1->epp, "balance_performance");
     assert_true(w1->global_latency_us == LATENCY_NONE);
+    /* Per package: the CPUs' idle and deepest-state shares average back to
+     * the whole machine's; RAPL from the powercap counters (package-1
+     * wraps at max_energy_range_uj 262143328850 in the recorded second);
+     * no package C-states from a recorded root, and why. */
+    assert_int_equal(w1->npackages, 2);
+    assert_int_equal(w1->pkg[0].package, 0);
+    assert_int_equal(w1->pkg[0].ncpus, 20);
+    assert_int_equal(w1->pkg[1].ncpus, 20);
+    assert_float_equal((w1->pkg[0].idle_pct + w1->pkg[1].idle_pct) / 2, 100 - w1->c0_pct, 1e-9);
+    assert_float_equal((w1->pkg[0].deepest_pct + w1->pkg[1].deepest_pct) / 2,
+                       w1->state[3].residency_pct, 1e-9);
+    assert_true(w1->pkg[0].idle_pct != w1->pkg[1].idle_pct); /* not one mean copied */
+    assert_float_equal(w1->pkg[0].package_w, 69.07484, 1e-3);
+    assert_float_equal(w1->pkg[0].dram_w, 10.709444, 1e-3);
+    assert_float_equal(w1->pkg[1].package_w, (262143328850.0 - 262102094283 + 23140042) / 1e6,
+                       2e-3);
+    assert_float_equal(w1->pkg[1].dram_w, 10.098183, 1e-3);
+    assert_int_equal(w1->pkg[0].npc, 0);
+    assert_null(w1->pc_pmu);
+    assert_non_null(strstr(w1->pc_why, "recorded root"));
 
     /* A second window replays the same recorded second. */
     assert_int_equal(tune_verify_measure(h, 3, &w2, &err), 0);
@@ -310,6 +458,9 @@ static void test_measure_fixture(void **state)
     assert_non_null(strstr(txt, "same"));
     assert_null(strstr(txt, "changed")); /* nothing moved between the replays */
     assert_non_null(strstr(txt, "Power measured by acpi_power_meter"));
+    assert_non_null(strstr(txt, "package 1 (20 CPUs with cpuidle)"));
+    assert_non_null(strstr(txt, "RAPL package W"));
+    assert_non_null(strstr(txt, "Package C-states: not measured:"));
     assert_null(strstr(txt, "ignores disabled states")); /* menu honours them */
     tune_verify_window_free(w1);
     tune_verify_window_free(w2);
@@ -380,9 +531,13 @@ static void test_measure_fixture_copy(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_noise),           cmocka_unit_test(test_format_change),
-        cmocka_unit_test(test_window_build),    cmocka_unit_test(test_print_and_json),
-        cmocka_unit_test(test_measure_fixture), cmocka_unit_test(test_measure_fixture_copy),
+        cmocka_unit_test(test_noise),
+        cmocka_unit_test(test_format_change),
+        cmocka_unit_test(test_window_build),
+        cmocka_unit_test(test_print_and_json),
+        cmocka_unit_test(test_packages),
+        cmocka_unit_test(test_measure_fixture),
+        cmocka_unit_test(test_measure_fixture_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
