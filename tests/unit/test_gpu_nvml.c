@@ -74,6 +74,18 @@ static void test_no_library(void **state)
     assert_non_null(strstr(why, "libnvidia-ml.so.1 not found"));
 }
 
+static void test_not_nvml(void **state)
+{
+    /* a library that is not NVML: the double's directory holds no other, so
+     * take libc, which every test program has loaded */
+    setenv(GPU_NVML_ENV_LIBRARY, "libc.so.6", 1);
+    struct gpu_nvml *n = NULL;
+    char why[512] = "";
+    assert_int_equal(gpu_nvml_open(&n, why, sizeof(why)), -ENOSYS);
+    assert_null(n);
+    assert_string_equal(why, "libc.so.6 has no nvmlInit_v2");
+}
+
 static void test_default_library_absent(void **state)
 {
     unsetenv(GPU_NVML_ENV_LIBRARY);
@@ -242,6 +254,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_library),
+        cmocka_unit_test(test_not_nvml),
         cmocka_unit_test(test_default_library_absent),
         cmocka_unit_test(test_two_gpus),
         cmocka_unit_test(test_not_supported),
