@@ -13,7 +13,10 @@
 /* cmocka.h needs stdarg, stddef, stdint and setjmp first */
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "sense/gpu_fdinfo.h"
+#include "sense/hwmon.h"
+#include "sense/sampler.h" /* sample_free() */
 #include "tree.h"
 
 static const char AMDGPU[] = "pos:\t0\n"
@@ -218,13 +221,108 @@ static void test_read_pid(void **state)
     tree_free(root);
 }
 
+static struct host *open_gpu_fixture(void)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/gpu", getenv("WATT_FIXTURES"));
+    struct host *h;
+    assert_int_equal(host_open(path, &h), 0);
+    return h;
+}
+
+/* The generated root (tests/fixtures/gen/mkgpu.py): the processes' clients,
+ * and one second later the engine time that moved. */
+static void test_fixture_fdinfo(void **state)
+{
+    (void)state;
+    struct host *h = open_gpu_fixture();
+    struct gpu_fdinfo_client *c;
+    size_t n;
+    assert_int_equal(gpu_fdinfo_read_pid(h, 2001, &c, &n), 0);
+    assert_int_equal(n, 2); /* fds 5 and 9 are one client, 0 and 3 none */
+    assert_string_equal(c[0].driver, "amdgpu");
+    assert_int_equal(c[0].client_id, 4);
+    assert_int_equal(region(&c[0], "vram")->resident, 44564 * 1024);
+    uint64_t gfx0 = engine(&c[0], "gfx")->busy_ns;
+    free(c);
+    /* the second read of fd 5 is the same client one second later */
+    assert_int_equal(gpu_fdinfo_read_pid(h, 2001, &c, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(engine(&c[0], "gfx")->busy_ns - gfx0, 600000000); /* 60 % of 1 s */
+    free(c);
+
+    assert_int_equal(gpu_fdinfo_read_pid(h, 2002, &c, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(c[0].pdev, "0000:83:00.0");
+    assert_int_equal(engine(&c[0], "video")->capacity, 2);
+    assert_int_equal(region(&c[0], "local0")->total, 412ull << 20);
+    free(c);
+
+    assert_int_equal(gpu_fdinfo_read_pid(h, 2003, &c, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].nengines, 5);
+    assert_int_equal(engine(&c[0], "ccs")->capacity, 4);
+    assert_int_equal(engine(&c[0], "rcs")->total_cycles, 7655183225ull);
+    free(c);
+
+    assert_int_equal(gpu_fdinfo_read_pid(h, 2004, &c, &n), 0);
+    assert_int_equal(n, 0);
+    free(c);
+    host_close(h);
+}
+
+static struct sample *take_hwmon(struct host *h)
+{
+    struct sample *s = calloc(1, sizeof(*s));
+    assert_int_equal(hwmon_sampler.collect(h, NULL, s), 0);
+    return s;
+}
+
+/* The GPUs' hwmon chips as watt's hwmon sampler sees them: amdgpu's
+ * average power and cap, i915's and xe's energy counters giving the watts
+ * the generator put in the second sample. */
+static void test_fixture_hwmon(void **state)
+{
+    (void)state;
+    struct host *h = open_gpu_fixture();
+    struct sample *a = take_hwmon(h), *b = take_hwmon(h);
+    const struct hwmon_sensor *amd = hwmon_find(a->hwmon, "hwmon0", HWMON_POWER, 1);
+    assert_non_null(amd);
+    assert_string_equal(amd->name, "amdgpu");
+    assert_string_equal(amd->label, "PPT");
+    assert_int_equal(amd->average_uw, 212000000);
+    assert_int_equal(amd->cap_uw, 300000000);
+    const struct hwmon_sensor *xe_pkg = hwmon_find(a->hwmon, "hwmon2", HWMON_ENERGY, 2);
+    assert_non_null(xe_pkg);
+    assert_string_equal(xe_pkg->label, "pkg");
+    assert_int_equal(hwmon_scope(xe_pkg), POWER_SCOPE_DEVICE);
+
+    struct power_readings r = {0};
+    struct diags d = {0};
+    assert_true(hwmon_power(a->hwmon, b->hwmon, 1.0, &r, &d) >= 4);
+    double want[][2] = {{0, 231}, {1, 81}, {2, 126}, {3, 104}};
+    const char *dom[] = {"hwmon0/power1", "hwmon1/energy1", "hwmon2/energy1", "hwmon2/energy2"};
+    for (size_t i = 0; i < ARRAY_SIZE(dom); i++) {
+        const struct power_reading *p = NULL;
+        for (size_t k = 0; k < r.n; k++)
+            if (streq(r.v[k].domain, dom[i]))
+                p = &r.v[k];
+        assert_non_null(p);
+        assert_true(p->watts > want[i][1] - 0.01 && p->watts < want[i][1] + 0.01);
+    }
+    power_readings_free(&r);
+    diags_free(&d);
+    sample_free(a);
+    sample_free(b);
+    host_close(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_amdgpu),
-        cmocka_unit_test(test_i915_xe),
-        cmocka_unit_test(test_edges),
-        cmocka_unit_test(test_read_pid),
+        cmocka_unit_test(test_amdgpu),         cmocka_unit_test(test_i915_xe),
+        cmocka_unit_test(test_edges),          cmocka_unit_test(test_read_pid),
+        cmocka_unit_test(test_fixture_fdinfo), cmocka_unit_test(test_fixture_hwmon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
