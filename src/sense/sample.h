@@ -19,6 +19,7 @@ struct devices_sample;
 struct latency_sample;
 struct clock_sample;
 struct cstate_pmu_sample;
+struct gpu_sample;
 
 /* Sentinel for an unsigned value that could not be read. */
 #define VAL_NONE UINT64_MAX
@@ -43,6 +44,7 @@ struct sample {
     struct latency_sample *latency;
     struct clock_sample *clock;
     struct cstate_pmu_sample *cstate_pmu;
+    struct gpu_sample *gpu; /* sense/gpu.h */
 };
 
 /* Add a diagnostic for a failed read of a kernel path. */
