@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1124,6 +1125,38 @@ int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd)
     long fd = syscall(SYS_perf_event_open, (struct perf_event_attr *)attr, pid, cpu, group_fd,
                       PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
+}
+
+int host_sched_policy(struct host *h, pid_t tid)
+{
+    if (tid <= 0)
+        return -EINVAL;
+    if (h->live) {
+        int pol = sched_getscheduler(tid);
+        /* the kernel ORs in SCHED_RESET_ON_FORK (0x40000000) when set */
+        return pol < 0 ? -errno : pol & ~0x40000000;
+    }
+    _cleanup_free_ char *stat = NULL;
+    int r = host_read_strf(h, HOST_PROC, &stat, "%d/stat", (int)tid);
+    if (r < 0)
+        return r;
+    /* comm may hold spaces and parentheses: fields 3.. follow the last ')' */
+    const char *p = strrchr(stat, ')');
+    if (!p)
+        return -EBADMSG;
+    p++;
+    for (int field = 3; field <= 41; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -EBADMSG;
+        p++;
+    }
+    char *end;
+    errno = 0;
+    long pol = strtol(p, &end, 10);
+    if (end == p || errno || pol < 0 || pol > 255)
+        return -EBADMSG;
+    return (int)pol;
 }
 
 #define TRACEFS_MOUNT "/sys/kernel/tracing"

@@ -156,6 +156,12 @@ int host_open_fd(struct host *h, enum host_dir d, const char *path, int flags);
  * this returns -ENOTSUP there. attr is a struct perf_event_attr. */
 int host_perf_open(struct host *h, void *attr, pid_t pid, int cpu, int group_fd);
 
+/* The scheduling policy of thread TID (SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3,
+ * IDLE 5, DEADLINE 6), or -errno (-ESRCH: gone). On a live root one
+ * sched_getscheduler(2) call; on a recorded tree field 41 of
+ * /proc/TID/stat (proc(5)). */
+int host_sched_policy(struct host *h, pid_t tid);
+
 /* tracefs (Documentation/trace/ftrace.rst): the event directories the
  * perf tracepoint users read ids and formats from. *ret_dir is the events
  * directory relative to HOST_ROOTDIR ("sys/kernel/tracing/events"), owned.

@@ -702,6 +702,32 @@ static void test_tracefs_live(void **state)
     (void)state;
 }
 
+/* the scheduling policy: live through sched_getscheduler(2), recorded
+ * through /proc/TID/stat's field 41, whatever the comm holds */
+static void test_sched_policy(void **state)
+{
+    (void)state;
+    struct host *h;
+    assert_int_equal(host_open("/", &h), 0);
+    assert_int_equal(host_sched_policy(h, getpid()), 0); /* SCHED_OTHER */
+    assert_int_equal(host_sched_policy(h, 0), -EINVAL);
+    host_close(h);
+
+    char *root = tree_new();
+    char stat[512] = "77 (a) b) (c) S";
+    for (int f = 4; f <= 40; f++)
+        strcat(stat, " 9");
+    strcat(stat, " 2 0 0\n"); /* policy (41): SCHED_RR */
+    tree_write(root, "proc/77/stat", "%s", stat);
+    tree_write(root, "proc/78/stat", "78 (short) S 1 2 3\n");
+    assert_int_equal(host_open(root, &h), 0);
+    assert_int_equal(host_sched_policy(h, 77), 2);
+    assert_int_equal(host_sched_policy(h, 78), -EBADMSG);
+    assert_int_equal(host_sched_policy(h, 79), -ENOENT);
+    host_close(h);
+    tree_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -720,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_cache_slow),
         cmocka_unit_test(test_mountinfo_tracing),
         cmocka_unit_test(test_tracefs_live),
+        cmocka_unit_test(test_sched_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
