@@ -315,52 +315,55 @@ static void pause_100ms(void)
     nanosleep(&(struct timespec){0, 100000000}, NULL);
 }
 
-/* Put the cpusets back and stop the packer. WAIT: a locked journal is
- * tried for up to 2 s; what still fails is restored at the next start
- * (or by settle(), as soon as the journal is free). */
+/* Call RELEASE(OBJ, &err) until it is not -EBUSY (a locked journal), for
+ * up to 2 s when WAIT; say a failure, prefixed by WHAT. A failure leaves
+ * the hold and its records: restore them as soon as the journal is free
+ * (settle() does, before a new one starts), not only at the next start,
+ * since nothing watches them now. */
+static void release_retry(struct agent_tuning *t, void *obj, int (*release)(void *, char **),
+                          const char *what, bool wait)
+{
+    int r;
+    for (int tries = 0;; tries++) {
+        _cleanup_free_ char *err = NULL;
+        r = release(obj, &err);
+        if (r != -EBUSY || !wait || tries >= 20) {
+            if (r < 0)
+                fprintf(stderr, "watt agent: %s%s\n", what, err ? err : strerror(-r));
+            break;
+        }
+        pause_100ms();
+    }
+    if (r < 0)
+        t->need_recover = true;
+}
+
+static int packer_release_any(void *p, char **err)
+{
+    return packer_release(p, err);
+}
+
+static int guard_release_any(void *g, char **err)
+{
+    return guard_release(g, err);
+}
+
+/* Put the cpusets back and stop the packer. */
 static void stop_packer(struct agent_tuning *t, bool wait)
 {
     if (!t->packer)
         return;
-    int r;
-    for (int tries = 0;; tries++) {
-        _cleanup_free_ char *err = NULL;
-        r = packer_release(t->packer, &err);
-        if (r != -EBUSY || !wait || tries >= 20) {
-            if (r < 0)
-                fprintf(stderr, "watt agent: %s\n", err);
-            break;
-        }
-        pause_100ms();
-    }
-    if (r < 0)
-        t->need_recover = true;
+    release_retry(t, t->packer, packer_release_any, "", wait);
     packer_free(t->packer); /* released: frees only */
     t->packer = NULL;
 }
 
-/* Release and stop the guard. WAIT: a locked journal (per-CPU mode) is
- * tried for up to 2 s; what still fails is restored at the next start. */
+/* Release and stop the guard. */
 static void stop_guard(struct agent_tuning *t, bool wait)
 {
     if (!t->guard)
         return;
-    int r;
-    for (int tries = 0;; tries++) {
-        _cleanup_free_ char *err = NULL;
-        r = guard_release(t->guard, &err);
-        if (r != -EBUSY || !wait || tries >= 20) {
-            if (r < 0)
-                fprintf(stderr, "watt agent: latency guard: %s\n", err);
-            break;
-        }
-        pause_100ms();
-    }
-    /* A failure leaves the hold and its records: restore them as soon as
-     * the journal is free (settle() does, before a new guard starts), not
-     * only at the next start, since no guard watches them now. */
-    if (r < 0)
-        t->need_recover = true;
+    release_retry(t, t->guard, guard_release_any, "latency guard: ", wait);
     guard_free(t->guard);
     t->guard = NULL;
 }
