@@ -3,6 +3,9 @@
  * what the profile asks. Internal to the tune layer. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "base/cpuset.h"
 #include "host/host.h"
 
@@ -27,6 +30,13 @@ int knobs_pm_qos(struct knob_ctx *c);
 int knobs_sata(struct knob_ctx *c);
 int knobs_pcie_aspm(struct knob_ctx *c);
 int knobs_kernel(struct knob_ctx *c);
+/* [gpu] power_limit_w / power_limit_pct / perf_level on DRM cards
+ * (knobs_gpu.c). */
+int knobs_gpu(struct knob_ctx *c);
+/* Whether a [gpu] gpus list IDS (NULL: all) selects the GPU ID ("card0",
+ * "nvml1") at PCI address PDEV; marks the ids that matched in NAMED. */
+bool knobs_gpu_selected(const char *const *ids, size_t nids, bool *named, const char *id,
+                        const char *pdev);
 
 /* Pure helpers (unit tests). */
 /* A FREQ value ("min", "max", "2400000", "2.4 GHz", "1800 MHz", "75%")

@@ -144,6 +144,8 @@ int tune_plan_build(struct host *h, const struct profile *p, const struct devpol
         r = knobs_pcie_aspm(&c);
     if (r >= 0)
         r = knobs_kernel(&c);
+    if (r >= 0)
+        r = knobs_gpu(&c);
     knobs_end(&c);
     if (r < 0) {
         tune_plan_free(&plan);

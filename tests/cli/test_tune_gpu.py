@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""The [gpu] knobs of `watt tune` (docs/gpu-knobs.md) on copies of the
+`gpu` fixture root (tests/fixtures/gen/mkgpu.py: an amdgpu, an i915 and an
+xe card): the plan a profile means, apply + restore giving back the exact
+tree, a limit outside a card's range refused before anything is written,
+bad [gpu] values, and a tune killed at every crash point restored.
+
+Usage: test_tune_gpu.py [WATT] (default: $WATT); fixtures from $WATT_FIXTURES."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from checks import check, summary  # noqa: E402
+
+WATT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.environ["WATT"])
+FIXTURES = os.environ["WATT_FIXTURES"]
+TMP = tempfile.mkdtemp(prefix="watt-tune-gpu-")
+CFG = os.path.join(TMP, "cfg")
+ENV = dict(os.environ, WATT_CONFIG_DIR=CFG)
+for k in ("WATT_ROOT", "WATT_TUNE_CRASH_AT", "WATT_TUNE_CRASH_COUNT_FILE",
+          "WATT_NVML_LIBRARY", "WATT_NVML_SCRIPT"):
+    ENV.pop(k, None)
+JOURNAL = "var/lib/watt/journal"
+AMD = "sys/class/drm/card0/device/hwmon/hwmon0/power1_cap"
+I915 = "sys/class/drm/card1/device/hwmon/hwmon1/power1_max"
+XE = "sys/class/drm/card2/device/hwmon/hwmon2/power1_max"
+LEVEL = "sys/class/drm/card0/device/power_dpm_force_performance_level"
+
+PROFILES = {
+    "gpu-pct": "[gpu]\npower_limit_pct = 90\n",
+    "gpu-amd": "[gpu]\npower_limit_w = 250.4\nperf_level = low\ngpus = card0, card7\n",
+    "gpu-pdev": "[gpu]\npower_limit_w = 120\ngpus = 0000:83:00.0, card2\n",
+    "gpu-over": "[cpufreq]\nboost = no\n[gpu]\npower_limit_w = 160\ngpus = card1, card2\n",
+    "gpu-both": "[gpu]\npower_limit_w = 100\npower_limit_pct = 50\n",
+    "gpu-badlist": "[gpu]\npower_limit_w = 100\ngpus = card0, eth0\n",
+    "gpu-badlevel": "[gpu]\nperf_level = turbo\n",
+    "gpu-milliwatt": "[gpu]\npower_limit_w = 250000\n",
+}
+
+
+def watt(*args, env=None):
+    return subprocess.run([WATT, *args], capture_output=True, text=True, env=env or ENV,
+                          timeout=60)
+
+
+def copy_fixture(tag):
+    dst = os.path.join(TMP, tag)
+    shutil.copytree(os.path.join(FIXTURES, "gpu"), dst, symlinks=True)
+    return dst
+
+
+def tree_state(root):
+    """Every file's bytes and every link's target, var/ (the journal) aside."""
+    state = {}
+    for d, dirs, files in os.walk(root):
+        rel = os.path.relpath(d, root)
+        if rel == "var" or rel.startswith("var" + os.sep):
+            continue
+        for n in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+            p = os.path.join(d, n)
+            if os.path.islink(p):
+                state[os.path.join(rel, n)] = ("link", os.readlink(p))
+            else:
+                with open(p, "rb") as f:
+                    state[os.path.join(rel, n)] = ("file", f.read())
+    return state
+
+
+def read(root, path):
+    with open(os.path.join(root, path)) as f:
+        return f.read()
+
+
+def plan(root, profile):
+    p = watt("tune", profile, "--dry-run", "--json", "--root", root)
+    if p.returncode != 0:
+        return p, None
+    return p, json.loads(p.stdout)
+
+
+def test_plans():
+    root = copy_fixture("plans")
+    before = tree_state(root)
+    p, doc = plan(root, "gpu-pct")
+    got = {c["path"]: (c["knob"], c["old"], c["new"]) for c in doc["changes"]} if doc else {}
+    check(got == {"/" + AMD: ("gpu.power_limit_w", "300000000", "270000000"),
+                  "/" + I915: ("gpu.power_limit_w", "150000000", "135000000"),
+                  "/" + XE: ("gpu.power_limit_w", "190000000", "171000000")},
+          f"power_limit_pct = 90: 90 % of each card's maximum (cap_max, rated_max): {got}")
+    p, doc = plan(root, "gpu-amd")
+    got = {c["path"]: c["new"] for c in doc["changes"]} if doc else {}
+    check(got == {"/" + AMD: "250000000", "/" + LEVEL: "low"},
+          f"gpus = card0: amdgpu only, whole watts (250.4 W -> 250 W), perf level low: {got}")
+    check(doc and any("no GPU card7" in n for n in doc.get("notes", [])),
+          "a gpus entry naming no GPU is a note")
+    p, doc = plan(root, "gpu-pdev")
+    got = sorted(c["path"] for c in doc["changes"]) if doc else []
+    check(got == sorted(["/" + I915, "/" + XE]), f"gpus by PCI address and card: {got}")
+    t = watt("tune", "gpu-amd", "--dry-run", "--root", root)
+    check(t.returncode == 0 and "power1_cap: 300000000 -> 250000000" in t.stdout
+          and "board power limit 250 W (was 300 W; range 0..300 W)" in t.stdout,
+          "the text plan shows the file, old -> new and the range")
+    check(tree_state(root) == before and not os.path.exists(os.path.join(root, "var")),
+          "dry runs write nothing")
+
+
+def test_round_trip():
+    root = copy_fixture("round")
+    before = tree_state(root)
+    p = watt("tune", "gpu-amd", "--root", root)
+    check(p.returncode == 0, f"gpu-amd applied: {p.stderr.strip()}")
+    check(read(root, AMD) == "250000000\n" and read(root, LEVEL) == "low\n",
+          "power1_cap and the performance level hold what was planned")
+    p = watt("tune", "gpu-pct", "--root", root)
+    check(p.returncode == 0, "switching to gpu-pct applied")
+    check(read(root, LEVEL) == "auto\n", "switching: the performance level went back to auto")
+    check(read(root, I915) == "135000000\n" and read(root, AMD) == "270000000\n",
+          "switching: gpu-pct's limits hold")
+    s = watt("tune", "--status", "--json", "--root", root)
+    check(s.returncode == 0 and "power1_max" in s.stdout, "tune --status lists the GPU files")
+    r = watt("restore", "--root", root)
+    check(r.returncode == 0, f"restore: {r.stdout.strip()} {r.stderr.strip()}")
+    check(tree_state(root) == before, "restore: the tree is byte for byte the original")
+
+
+def test_out_of_range():
+    root = copy_fixture("range")
+    before = tree_state(root)
+    for args in (["--dry-run"], []):
+        p = watt("tune", "gpu-over", *args, "--root", root)
+        err = p.stderr.strip()
+        check(p.returncode != 0 and "gpu-over.conf:4" in err and
+              "/sys/class/drm/card1/device/hwmon/hwmon1/power1_max" in err and
+              "1..150 W" in err and "nothing was changed" in err,
+              f"160 W on a 150 W i915 refused naming the line, file and range {args}: {err}")
+    check(tree_state(root) == before, "the refused profile wrote nothing (not even its boost)")
+    j = os.path.join(root, JOURNAL)
+    check(not os.path.exists(j) or read(root, JOURNAL).count("\n") <= 1,
+          "and the journal holds no record")
+    p = watt("tune", "gpu-milliwatt", "--dry-run", "--root", root)
+    check(p.returncode != 0 and "range" in p.stderr and "1..100000" in p.stderr,
+          f"250000 W (a mW slip) is refused at load: {p.stderr.strip()}")
+
+
+def test_bad_values():
+    root = copy_fixture("bad")
+    for prof, want in (("gpu-both", "not both"), ("gpu-badlist", "is not a GPU list"),
+                       ("gpu-badlevel", "is not a known value")):
+        p = watt("tune", prof, "--dry-run", "--root", root)
+        err = p.stderr.strip()
+        check(p.returncode in (1, 2) and want in err and err.count("\n") == 0
+              and "Sanitizer" not in err, f"{prof}: one line naming the problem: {err}")
+
+
+def test_crash_points():
+    """A tune killed at each crash point, then `watt restore`: the tree
+    is the original every time (test_tune_journal.py's method)."""
+    root = copy_fixture("crash")
+    before = tree_state(root)
+    cf = os.path.join(TMP, "count")
+    p = watt("tune", "gpu-amd", "--root", root, env=dict(ENV, WATT_TUNE_CRASH_COUNT_FILE=cf))
+    points = int(read(TMP, "count").strip()) if os.path.exists(cf) else 0
+    watt("restore", "--root", root)
+    check(p.returncode == 0 and points >= 10 and tree_state(root) == before,
+          f"gpu-amd has {points} crash points")
+    ok = 0
+    for n in range(1, points + 1):
+        p = watt("tune", "gpu-amd", "--root", root, env=dict(ENV, WATT_TUNE_CRASH_AT=str(n)))
+        killed = p.returncode == -signal.SIGKILL
+        r = watt("restore", "--root", root)
+        ok += killed and r.returncode == 0 and tree_state(root) == before
+    check(points and ok == points,
+          f"killed at each of {points} crash points, restore gave the original {ok} times")
+
+
+def main():
+    os.makedirs(os.path.join(CFG, "profiles.d"))
+    for name, text in PROFILES.items():
+        with open(os.path.join(CFG, "profiles.d", name + ".conf"), "w") as f:
+            f.write(text)
+    if not os.path.isdir(os.path.join(FIXTURES, "gpu")):
+        print("FAIL no gpu fixture root under " + FIXTURES)
+        return 1
+    try:
+        test_plans()
+        test_round_trip()
+        test_out_of_range()
+        test_bad_values()
+        test_crash_points()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
