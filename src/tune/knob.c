@@ -46,6 +46,9 @@ static const struct knob knobs[] = {
     {"gpu.power_limit_w", HOST_SYS, "class/drm/card#/device/hwmon/hwmon#/power1_max", KNOB_V_UINT},
     {"gpu.perf_level", HOST_SYS, "class/drm/card#/device/power_dpm_force_performance_level",
      KNOB_V_WORD},
+    /* an NVIDIA GPU's power management limit, mW, through NVML
+     * (tune/knob_io.h): "GPU-UUID/power_limit_mw" */
+    {"gpu.power_limit_w", HOST_NVML, "*/power_limit_mw", KNOB_V_UINT},
     {"kernel.nmi_watchdog", HOST_PROC, "sys/kernel/nmi_watchdog", KNOB_V_BIT},
     {"kernel.dirty_writeback_centisecs", HOST_PROC, "sys/vm/dirty_writeback_centisecs",
      KNOB_V_UINT},

@@ -203,6 +203,8 @@ static int plan_card_limit(struct knob_ctx *c, const struct gpu_keys *k, const s
 {
     const struct profile_value *pv = k->w ? k->w : k->pct;
     const struct limit_file *lf = limit_file_of(g);
+    if (streq(g->driver, "nvidia"))
+        return 0; /* NVML's (knobs_gpu_nvml.c) */
     if (!lf || !g->hwmon) {
         tune_plan_note(c->plan, "gpu.power_limit_w: skipped %s (%s): no power limit file (%s)",
                        g->id, *g->driver ? g->driver : "no driver", pv->origin);
@@ -297,6 +299,11 @@ int knobs_gpu(struct knob_ctx *c)
             limits++;
     }
     cards_free(v, n);
+    if (r >= 0 && (k.w || k.pct))
+        r = knobs_gpu_nvml(c,
+                           &(struct knobs_gpu_limit){(const char *const *)k.ids, k.nids, k.named,
+                                                     k.w ? k.w : k.pct, k.pct != NULL, k.limit},
+                           &limits);
     if (r >= 0) {
         for (size_t i = 0; i < k.nids; i++)
             if (!k.named[i])

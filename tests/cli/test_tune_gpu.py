@@ -3,7 +3,12 @@
 `gpu` fixture root (tests/fixtures/gen/mkgpu.py: an amdgpu, an i915 and an
 xe card): the plan a profile means, apply + restore giving back the exact
 tree, a limit outside a card's range refused before anything is written,
-bad [gpu] values, and a tune killed at every crash point restored.
+bad [gpu] values, and a tune killed at every crash point restored; then
+NVIDIA GPUs through the libnvidia-ml double ($WATT_NVML_DOUBLE,
+tests/helpers/nvml_double.c, whose $WATT_NVML_STATE file keeps a limit set
+by one process for the next): tune in one process, restore in another,
+a limit outside NVML's range refused before anything (sysfs included) is
+written, NVML refusing a set (the rest rolled back), and crashes.
 
 Usage: test_tune_gpu.py [WATT] (default: $WATT); fixtures from $WATT_FIXTURES."""
 import json
@@ -40,7 +45,24 @@ PROFILES = {
     "gpu-badlist": "[gpu]\npower_limit_w = 100\ngpus = card0, eth0\n",
     "gpu-badlevel": "[gpu]\nperf_level = turbo\n",
     "gpu-milliwatt": "[gpu]\npower_limit_w = 250000\n",
+    "gpu-nv": "[gpu]\npower_limit_pct = 90\ngpus = nvml0, nvml1\n",
+    "gpu-nv-mixed": "[gpu]\npower_limit_w = 250\ngpus = card0, 0000:3b:00.0\n",
+    "gpu-nv-over": "[gpu]\npower_limit_w = 150\ngpus = card0, nvml0\n",
 }
+NV_SCRIPT = """# two H200s (nvidia-smi -q: power limits 200..700 W)
+count 2
+name 0 NVIDIA H200
+uuid 0 GPU-5d3c1f0e-8a4b-4c1d-9e2f-0123456789ab
+bus 0 00000000:19:00.0
+limit 0 700000
+limit_range 0 200000/700000
+name 1 NVIDIA H200
+uuid 1 GPU-7a11c2d3-0b9e-4f52-8c6d-fedcba987654
+bus 1 00000000:3B:00.0
+limit 1 650000
+limit_range 1 200000/700000
+"""
+NV_ORIGINAL = {0: 700000, 1: 650000}
 
 
 def watt(*args, env=None):
@@ -178,6 +200,105 @@ def test_crash_points():
           f"killed at each of {points} crash points, restore gave the original {ok} times")
 
 
+def nv_env(tag, extra=""):
+    script = os.path.join(TMP, f"nvml-{tag}.script")
+    with open(script, "w") as f:
+        f.write(NV_SCRIPT + extra)
+    state = os.path.join(TMP, f"nvml-{tag}.state")
+    return dict(ENV, WATT_NVML_LIBRARY=os.environ["WATT_NVML_DOUBLE"],
+                WATT_NVML_SCRIPT=script, WATT_NVML_STATE=state), state
+
+
+def nv_limits(state):
+    """Each GPU's limit as the double holds it between processes."""
+    got = dict(NV_ORIGINAL)
+    if os.path.exists(state):
+        with open(state) as f:
+            for line in f:
+                g, mw = line.split()
+                got[int(g)] = int(mw)
+    return got
+
+
+def test_nvml():
+    if not os.environ.get("WATT_NVML_DOUBLE"):
+        print("FAIL $WATT_NVML_DOUBLE is not set (meson sets it)")
+        check(False, "the NVML double is there")
+        return
+    root = copy_fixture("nvml")
+    before = tree_state(root)
+    env, state = nv_env("trip")
+    p = watt("tune", "gpu-nv", "--dry-run", "--json", "--root", root, env=env)
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    got = {c["path"]: (c["old"], c["new"]) for c in doc.get("changes", [])}
+    check(got == {"nvml:GPU-5d3c1f0e-8a4b-4c1d-9e2f-0123456789ab/power_limit_mw":
+                  ("700000", "630000"),
+                  "nvml:GPU-7a11c2d3-0b9e-4f52-8c6d-fedcba987654/power_limit_mw":
+                  ("650000", "630000")},
+          f"NVML: 90 % of 700 W on both H200s, by UUID, in mW: {got}")
+    p = watt("tune", "gpu-nv", "--root", root, env=env)
+    check(p.returncode == 0 and nv_limits(state) == {0: 630000, 1: 630000},
+          f"NVML: watt tune set both limits (the double holds {nv_limits(state)}) "
+          f"{p.stderr.strip()}")
+    j = read(root, JOURNAL)
+    check(j.count(" dir=nvml ") == 2, "NVML: the journal holds both old limits (dir=nvml)")
+    s = watt("tune", "--status", "--root", root, env=env)
+    check(s.returncode == 0 and "nvml:GPU-5d3c1f0e" in s.stdout,
+          "NVML: tune --status lists them")
+    p = watt("restore", "--root", root, env=env)
+    check(p.returncode == 0 and nv_limits(state) == NV_ORIGINAL,
+          f"NVML: watt restore, another process, put both back: {nv_limits(state)} "
+          f"{p.stdout.strip()} {p.stderr.strip()}")
+    check(tree_state(root) == before, "NVML: the tree is untouched")
+
+    env, state = nv_env("mixed")
+    p = watt("tune", "gpu-nv-mixed", "--root", root, env=env)
+    check(p.returncode == 0 and read(root, AMD) == "250000000\n"
+          and nv_limits(state) == {0: 700000, 1: 250000},
+          "NVML + sysfs: gpus by card and by PCI address (the double's 00000000:3B:00.0)")
+    p = watt("restore", "--root", root, env=env)
+    check(p.returncode == 0 and nv_limits(state) == NV_ORIGINAL and tree_state(root) == before,
+          "NVML + sysfs: restored, tree and limits")
+
+    env, state = nv_env("over")
+    p = watt("tune", "gpu-nv-over", "--root", root, env=env)
+    err = p.stderr.strip()
+    check(p.returncode != 0 and "nvml0" in err and "200..700 W" in err and "gpu-nv-over.conf:2"
+          in err, f"NVML: 150 W under the H200's 200 W minimum refused, naming the range: {err}")
+    check(not os.path.exists(state) and tree_state(root) == before,
+          "NVML: the refused profile wrote nothing, not even card0's cap (in range)")
+
+    env, state = nv_env("eperm", "set_limit 1 NO_PERMISSION\n")
+    p = watt("tune", "gpu-nv", "--root", root, env=env)
+    err = p.stderr.strip()
+    check(p.returncode != 0 and "gpu.power_limit_w" in err and "nvml:GPU-7a11" in err
+          and "rolled back" in err and nv_limits(state) == NV_ORIGINAL,
+          f"NVML refusing the second GPU's set: the first is rolled back: {err} "
+          f"{nv_limits(state)}")
+    shutil.rmtree(os.path.join(root, "var"), ignore_errors=True)
+
+    env, state = nv_env("crash")
+    cf = os.path.join(TMP, "nv-count")
+    p = watt("tune", "gpu-nv", "--root", root, env=dict(env, WATT_TUNE_CRASH_COUNT_FILE=cf))
+    points = int(read(TMP, "nv-count").strip()) if os.path.exists(cf) else 0
+    watt("restore", "--root", root, env=env)
+    check(p.returncode == 0 and points >= 10 and nv_limits(state) == NV_ORIGINAL,
+          f"NVML: gpu-nv has {points} crash points")
+    ok = 0
+    for n in range(1, points + 1):
+        p = watt("tune", "gpu-nv", "--root", root, env=dict(env, WATT_TUNE_CRASH_AT=str(n)))
+        killed = p.returncode == -signal.SIGKILL
+        r = watt("restore", "--root", root, env=env)
+        ok += killed and r.returncode == 0 and nv_limits(state) == NV_ORIGINAL
+    check(points and ok == points,
+          f"NVML: killed at each of {points} crash points, restore gave both limits back "
+          f"{ok} times")
+
+    p = watt("tune", "gpu-nv", "--dry-run", "--root", root)
+    check(p.returncode == 0 and "nvml:" not in p.stdout,
+          "without $WATT_NVML_LIBRARY a recorded root never reaches this machine's NVML")
+
+
 def main():
     os.makedirs(os.path.join(CFG, "profiles.d"))
     for name, text in PROFILES.items():
@@ -192,6 +313,7 @@ def main():
         test_out_of_range()
         test_bad_values()
         test_crash_points()
+        test_nvml()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return summary()

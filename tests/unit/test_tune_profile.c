@@ -651,9 +651,18 @@ static void test_typed(void **state)
     assert_string_equal(ids[1], "nvml12");
     assert_string_equal(ids[2], "0000:03:00.0");
     profile_names_free(ids, nids);
-    static const char *const bad_gpus[] = {"card", "card01", "eth0", "card0,card0", "card0,,card1",
-                                           "0000:03:00.8", "0000:03:00.0a", "0000:03:00",
-                                           "0000:0G:00.0", "nvml-1", "", "ALL"};
+    static const char *const bad_gpus[] = {"card",
+                                           "card01",
+                                           "eth0",
+                                           "card0,card0",
+                                           "card0,,card1",
+                                           "0000:03:00.8",
+                                           "0000:03:00.0a",
+                                           "0000:03:00",
+                                           "0000:0G:00.0",
+                                           "nvml-1",
+                                           "",
+                                           "ALL"};
     for (size_t i = 0; i < ARRAY_SIZE(bad_gpus); i++)
         if (profile_parse_gpus(bad_gpus[i], &ids, &nids) != -EINVAL)
             fail_msg("gpus '%s' accepted", bad_gpus[i]);
