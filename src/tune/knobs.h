@@ -30,6 +30,11 @@ int knobs_pm_qos(struct knob_ctx *c);
 int knobs_sata(struct knob_ctx *c);
 int knobs_pcie_aspm(struct knob_ctx *c);
 int knobs_kernel(struct knob_ctx *c);
+/* Whether PATH can be written at all (an open for writing, which runs no
+ * store()); when not (read-only: EROFS, or EACCES as root), a note naming
+ * KNOB and ORIGIN says the knob is skipped. */
+bool knobs_writable(struct knob_ctx *c, enum host_dir d, const char *path, const char *knob,
+                    const char *origin);
 /* [gpu] power_limit_w / power_limit_pct / perf_level on DRM cards
  * (knobs_gpu.c). */
 int knobs_gpu(struct knob_ctx *c);

@@ -249,6 +249,8 @@ static int plan_card_limit(struct knob_ctx *c, const struct gpu_keys *k, const s
         tune_plan_cover(c->plan, HOST_SYS, path, NULL);
         return 1;
     }
+    if (!knobs_writable(c, HOST_SYS, path, "gpu.power_limit_w", pv->origin))
+        return 0; /* xe: PL1 locked by the firmware makes power1_max 0444 */
     _cleanup_free_ char *why =
         xasprintf("%s (%s %s) board power limit %.6g W (was %.6g W; range %.6g..%.6g W)", g->id,
                   g->driver, g->pdev, (double)uw / UW_PER_W, (double)cur / UW_PER_W,
@@ -273,6 +275,8 @@ static int plan_card_level(struct knob_ctx *c, const struct gpu_keys *k, const s
         tune_plan_cover(c->plan, HOST_SYS, path, NULL);
         return 1;
     }
+    if (!knobs_writable(c, HOST_SYS, path, "gpu.perf_level", k->level->origin))
+        return 0;
     _cleanup_free_ char *why =
         xasprintf("%s (amdgpu %s) performance level %s", g->id, g->pdev, k->level->value);
     int r = tune_plan_add(c->plan, HOST_SYS, path, cur, k->level->value, "gpu.perf_level", why,
@@ -315,7 +319,8 @@ int knobs_gpu(struct knob_ctx *c)
                            "watt can set here (%s)",
                            (k.w ? k.w : k.pct)->origin);
         if (k.level && !levels)
-            tune_plan_note(c->plan, "gpu.perf_level: skipped, no amdgpu card here (%s)",
+            tune_plan_note(c->plan, "gpu.perf_level: skipped, no amdgpu card with "
+                                    "power_dpm_force_performance_level here (%s)",
                            k.level->origin);
     }
     keys_free(&k);

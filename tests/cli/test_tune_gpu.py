@@ -169,6 +169,27 @@ def test_out_of_range():
           f"250000 W (a mW slip) is refused at load: {p.stderr.strip()}")
 
 
+def test_faults():
+    """What the drivers do: xe makes power1_max 0444 when the firmware
+    locked PL1 (open for writing: EACCES, even as root), and a write the
+    driver refuses (EINVAL) rolls back what went before."""
+    root = copy_fixture("faults")
+    with open(os.path.join(root, "watt-faults"), "a") as f:
+        f.write(XE + " EACCES op=write\n" + I915 + " EINVAL op=write\n")
+    before = tree_state(root)
+    p = watt("tune", "gpu-pdev", "--dry-run", "--root", root)
+    if os.geteuid() == 0:
+        check(p.returncode == 0 and "gpu.power_limit_w: skipped, /sys/class/drm/card2/device/"
+              "hwmon/hwmon2/power1_max is read-only on this machine (EACCES)" in p.stdout
+              and "card2" not in p.stdout.split("Notes")[0],
+              f"a read-only power1_max (xe, PL1 locked) is a note, not a change: {p.stdout}")
+    p = watt("tune", "gpu-pct", "--root", root)
+    err = p.stderr.strip()
+    check(p.returncode != 0 and "the kernel refused '135000000'" in err and
+          "1 value rolled back" in err and tree_state(root) == before,
+          f"i915 refusing its limit: card0's cap rolled back, the tree unchanged: {err}")
+
+
 def test_bad_values():
     root = copy_fixture("bad")
     for prof, want in (("gpu-both", "not both"), ("gpu-badlist", "is not a GPU list"),
@@ -311,6 +332,7 @@ def main():
         test_plans()
         test_round_trip()
         test_out_of_range()
+        test_faults()
         test_bad_values()
         test_crash_points()
         test_nvml()
