@@ -319,8 +319,9 @@ int knobs_gpu(struct knob_ctx *c)
                            "watt can set here (%s)",
                            (k.w ? k.w : k.pct)->origin);
         if (k.level && !levels)
-            tune_plan_note(c->plan, "gpu.perf_level: skipped, no amdgpu card with "
-                                    "power_dpm_force_performance_level here (%s)",
+            tune_plan_note(c->plan,
+                           "gpu.perf_level: skipped, no amdgpu card with "
+                           "power_dpm_force_performance_level here (%s)",
                            k.level->origin);
     }
     keys_free(&k);
