@@ -822,10 +822,7 @@ static void status_section(const struct status_row *rows, size_t n, enum journal
         if (v == JOURNAL_REFUSED) {
             _cleanup_free_ char *path = journal_escape(e->path);
             text_printf(stdout, "  journal line %u: %s/%s: %s\n", rows[i].last->line,
-                        e->dir == HOST_PROC  ? "proc"
-                        : e->dir == HOST_SYS ? "sys"
-                                             : "dev",
-                        path, rows[i].why);
+                        host_dir_name(e->dir), path, rows[i].why);
             continue;
         }
         _cleanup_free_ char *kpath = host_kernel_path(e->dir, e->path);

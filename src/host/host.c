@@ -27,10 +27,8 @@
 #define HOST_MAX_FILE (64u << 20)
 
 static const char *const dir_names[_HOST_DIR_MAX] = {
-    [HOST_SYS] = "sys",
-    [HOST_PROC] = "proc",
-    [HOST_DEV] = "dev",
-    [HOST_ROOTDIR] = "",
+    [HOST_SYS] = "sys",  [HOST_PROC] = "proc", [HOST_DEV] = "dev",
+    [HOST_ROOTDIR] = "", [HOST_NVML] = "nvml",
 };
 
 const char *host_dir_name(enum host_dir d)
@@ -85,6 +83,7 @@ int host_open_err(const char *root, struct host **ret, char **ret_err)
     for (int d = 0; d < HOST_ROOTDIR; d++)
         h->fd[d] = openat(rootfd, dir_names[d], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     h->fd[HOST_ROOTDIR] = TAKE_FD(rootfd);
+    h->fd[HOST_NVML] = -1; /* no directory: tune/knob_io.h */
     if (h->fd[HOST_SYS] < 0 && h->fd[HOST_PROC] < 0) {
         host_close(h);
         return -ENOTDIR; /* neither sys/ nor proc/: not a root at all */
@@ -131,6 +130,8 @@ void host_set_recorder(struct host *h, struct host_recorder *rec)
 char *host_display_path(const struct host *h, enum host_dir d, const char *path)
 {
     const char *sep = d == HOST_ROOTDIR ? "" : "/";
+    if (d == HOST_NVML)
+        return host_kernel_path(d, path);
     if (h->live)
         return xasprintf("/%s%s%s", dir_names[d], sep, path);
     return xasprintf("%s/%s%s%s", h->root, dir_names[d], sep, path);
@@ -138,6 +139,8 @@ char *host_display_path(const struct host *h, enum host_dir d, const char *path)
 
 char *host_kernel_path(enum host_dir d, const char *path)
 {
+    if (d == HOST_NVML)
+        return xasprintf("nvml:%s", path);
     return xasprintf("/%s%s%s", dir_names[d], d == HOST_ROOTDIR ? "" : "/", path);
 }
 

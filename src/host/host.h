@@ -17,6 +17,10 @@ enum host_dir {
     HOST_PROC,
     HOST_DEV,
     HOST_ROOTDIR, /* the root itself, for recorded metadata */
+    HOST_NVML,    /* not a directory: NVIDIA GPUs' settings through NVML, which
+                   * the tune layer reads and writes (tune/knob_io.h); every
+                   * host_* read or write of it fails (-ENOENT). Paths are
+                   * "GPU-UUID/power_limit_mw", shown as "nvml:PATH". */
     _HOST_DIR_MAX,
 };
 

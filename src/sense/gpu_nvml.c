@@ -31,6 +31,7 @@ struct gpu_nvml {
     nvml_get_pstate_fn get_pstate;
     nvml_get_temperature_fn get_temp;
     nvml_get_processes_v3_fn get_procs;
+    nvml_set_uint_fn set_limit; /* the one setter: only tune/knob_io.c calls it */
 };
 
 __attribute__((format(printf, 3, 4))) static void say(char *why, size_t why_len, const char *fmt,
@@ -66,6 +67,7 @@ static void load_symbols(struct gpu_nvml *n)
     SYM(n, get_pstate, "nvmlDeviceGetPerformanceState");
     SYM(n, get_temp, "nvmlDeviceGetTemperature");
     SYM(n, get_procs, "nvmlDeviceGetComputeRunningProcesses_v3");
+    SYM(n, set_limit, "nvmlDeviceSetPowerManagementLimit");
 }
 
 static const char *missing_mandatory(const struct gpu_nvml *n)
@@ -345,5 +347,96 @@ int gpu_nvml_read(struct gpu_nvml *n, struct gpu_reading *gpus, size_t max, size
     for (size_t i = 0; i < k; i++)
         read_gpu(n, (unsigned)i, &gpus[i]);
     *ret_n = k;
+    return 0;
+}
+
+/* The handle of the GPU whose UUID is UUID. */
+static int find_uuid(const struct gpu_nvml *n, const char *uuid, nvml_device_t *ret)
+{
+    unsigned int count = 0;
+    if (!n->get_uuid)
+        return -ENOSYS;
+    if (n->get_count(&count) != NVML_SUCCESS)
+        return -EIO;
+    for (unsigned i = 0; i < count; i++) {
+        nvml_device_t d = NULL;
+        char u[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+        if (n->get_handle(i, &d) != NVML_SUCCESS || n->get_uuid(d, u, sizeof(u)) != NVML_SUCCESS)
+            continue;
+        u[sizeof(u) - 1] = '\0';
+        if (strcmp(u, uuid) == 0) {
+            *ret = d;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static int errno_of(nvml_return_t rc)
+{
+    switch (rc) {
+    case NVML_SUCCESS:
+        return 0;
+    case NVML_ERROR_NO_PERMISSION:
+        return -EPERM;
+    case NVML_ERROR_NOT_SUPPORTED:
+        return -EOPNOTSUPP;
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return -EINVAL;
+    case NVML_ERROR_GPU_IS_LOST:
+    case NVML_ERROR_NOT_FOUND:
+        return -ENODEV;
+    default:
+        return -EIO;
+    }
+}
+
+int gpu_nvml_limit_get(struct gpu_nvml *n, const char *uuid, uint32_t *ret_mw, uint32_t *ret_min,
+                       uint32_t *ret_max)
+{
+    nvml_device_t d;
+    int r = find_uuid(n, uuid, &d);
+    if (r < 0)
+        return r;
+    unsigned int mw = 0, lo = 0, hi = 0;
+    if (!n->get_limit || !n->get_limit_range)
+        return -ENOSYS;
+    if ((r = errno_of(n->get_limit(d, &mw))) < 0 ||
+        (r = errno_of(n->get_limit_range(d, &lo, &hi))) < 0)
+        return r;
+    *ret_mw = mw;
+    *ret_min = lo;
+    *ret_max = hi;
+    return 0;
+}
+
+int gpu_nvml_limit_set(struct gpu_nvml *n, const char *uuid, uint32_t mw, char *why, size_t why_len)
+{
+    nvml_device_t d;
+    unsigned int lo = 0, hi = 0;
+    int r = find_uuid(n, uuid, &d);
+    if (r < 0) {
+        say(why, why_len, "no GPU %s", uuid);
+        return r;
+    }
+    if (!n->set_limit || !n->get_limit_range) {
+        say(why, why_len, "the library has no nvmlDeviceSetPowerManagementLimit");
+        return -ENOSYS;
+    }
+    nvml_return_t rc = n->get_limit_range(d, &lo, &hi);
+    if (rc != NVML_SUCCESS) {
+        say(why, why_len, "nvmlDeviceGetPowerManagementLimitConstraints: %s",
+            gpu_nvml_strerror(n, rc));
+        return errno_of(rc);
+    }
+    if (mw < lo || mw > hi) {
+        say(why, why_len, "%u mW is outside %s's range %u..%u mW", mw, uuid, lo, hi);
+        return -ERANGE;
+    }
+    rc = n->set_limit(d, mw);
+    if (rc != NVML_SUCCESS) {
+        say(why, why_len, "nvmlDeviceSetPowerManagementLimit: %s", gpu_nvml_strerror(n, rc));
+        return errno_of(rc);
+    }
     return 0;
 }

@@ -83,6 +83,19 @@ void gpu_nvml_close(struct gpu_nvml *nvml);
 int gpu_nvml_read(struct gpu_nvml *nvml, struct gpu_reading *gpus, size_t max, size_t *ret_n,
                   char *why, size_t why_len);
 
+/* The power management limit of the GPU whose UUID ("GPU-5d3c...") is
+ * UUID, and its range (nvmlDeviceGetPowerManagementLimitConstraints), mW.
+ * -ENOENT when no GPU has that UUID, -EPERM/-EOPNOTSUPP/-ENODEV/-EIO for
+ * NVML's errors, -ENOSYS when the library lacks a call. */
+int gpu_nvml_limit_get(struct gpu_nvml *nvml, const char *uuid, uint32_t *ret_mw, uint32_t *ret_min,
+                       uint32_t *ret_max);
+/* Set it (nvmlDeviceSetPowerManagementLimit, root only; it holds until the
+ * driver unloads). A value outside the range is refused (-ERANGE) before
+ * NVML is asked. Errors as above, and why. Only the tune layer's journal
+ * calls this (tune/knob_io.c), as only it calls host_write(). */
+int gpu_nvml_limit_set(struct gpu_nvml *nvml, const char *uuid, uint32_t mw, char *why,
+                       size_t why_len);
+
 /* NVML's own words for a return code (nvmlErrorString), or a fallback. */
 const char *gpu_nvml_strerror(const struct gpu_nvml *nvml, int nvml_rc);
 const char *gpu_field_name(enum gpu_field f);

@@ -85,6 +85,8 @@ typedef nvml_return_t (*nvml_get_string_fn)(nvml_device_t device, char *buf, uns
 typedef nvml_return_t (*nvml_get_pci_info_v3_fn)(nvml_device_t device, nvml_pci_info_t *pci);
 typedef nvml_return_t (*nvml_get_uint_fn)(nvml_device_t device, unsigned int *value);
 typedef nvml_return_t (*nvml_get_u64_fn)(nvml_device_t device, unsigned long long *value);
+/* nvmlDeviceSetPowerManagementLimit: root only (NO_PERMISSION otherwise) */
+typedef nvml_return_t (*nvml_set_uint_fn)(nvml_device_t device, unsigned int value);
 typedef nvml_return_t (*nvml_get_limit_constraints_fn)(nvml_device_t device, unsigned int *min_mw,
                                                        unsigned int *max_mw);
 typedef nvml_return_t (*nvml_get_utilization_fn)(nvml_device_t device, nvml_utilization_t *util);

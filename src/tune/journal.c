@@ -125,7 +125,11 @@ void journal_entry_clear(struct journal_entry *e)
 
 const char *journal_dir_word(enum host_dir d)
 {
-    return d == HOST_SYS ? "sys" : d == HOST_PROC ? "proc" : d == HOST_DEV ? "dev" : NULL;
+    return d == HOST_SYS    ? "sys"
+           : d == HOST_PROC ? "proc"
+           : d == HOST_DEV  ? "dev"
+           : d == HOST_NVML ? "nvml"
+                            : NULL;
 }
 
 /* A path a record may name: relative, no "..", no empty component, so a
@@ -261,7 +265,7 @@ static int parse_w_fields(const char *val[_F_MAX], const size_t vlen[_F_MAX],
         journal_parse_num(val[F_PID], vlen[F_PID], &pid) < 0 || pid > INT32_MAX)
         return refuse(ret_why, "bad number");
     e->pid = (int)pid;
-    static const enum host_dir dirs[] = {HOST_SYS, HOST_PROC, HOST_DEV};
+    static const enum host_dir dirs[] = {HOST_SYS, HOST_PROC, HOST_DEV, HOST_NVML};
     bool dir_found = false;
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
         if (strlen(journal_dir_word(dirs[i])) == vlen[F_DIR] &&

@@ -17,6 +17,7 @@
 #include "base/util.h"
 #include "tune/journal_internal.h"
 #include "tune/knob.h"
+#include "tune/knob_io.h"
 
 /* ---- judging a record ---------------------------------------------- */
 
@@ -79,7 +80,7 @@ enum journal_verdict journal_judge(struct host *h, const struct journal_log *log
         return JOURNAL_REFUSED;
     }
     _cleanup_free_ char *raw = NULL;
-    int r = host_read_str(h, e->dir, e->path, &raw);
+    int r = knob_io_read_str(h, e->dir, e->path, &raw);
     if (r == -ENOENT)
         return JOURNAL_GONE;
     if (r < 0)

@@ -22,6 +22,7 @@
 #include "base/util.h"
 #include "tune/journal_internal.h"
 #include "tune/knob.h"
+#include "tune/knob_io.h"
 
 /* ---- the open journal ------------------------------------------------- */
 
@@ -176,15 +177,15 @@ int journal_write_back(struct host *h, const struct journal_entry *e)
     if (h->live && k && (k->values & KNOB_V_CONTROLLERS)) {
         /* cgroup.subtree_control takes "+x -y", not the list it shows */
         _cleanup_free_ char *now = NULL;
-        int r = host_read_str(h, e->dir, e->path, &now);
+        int r = knob_io_read_str(h, e->dir, e->path, &now);
         if (r < 0)
             return r;
         _cleanup_free_ char *ops = journal_controllers_undo(e->old_value, now);
-        return *ops ? host_write(h, e->dir, e->path, ops) : 0;
+        return *ops ? knob_io_write(h, e->dir, e->path, ops) : 0;
     }
     if (h->live && journal_choice_word(e->old_value, &word) == 0)
-        return host_write(h, e->dir, e->path, word);
-    return host_write_raw(h, e->dir, e->path, e->old_value, strlen(e->old_value));
+        return knob_io_write(h, e->dir, e->path, word);
+    return knob_io_write_raw(h, e->dir, e->path, e->old_value, strlen(e->old_value));
 }
 
 char *journal_describe_failure(struct host *h, const struct journal_entry *e, int err)
@@ -356,6 +357,7 @@ void journal_close(struct journal *j)
         return;
     journal_clear_changes(j);
     free(j->cur);
+    knob_io_release(); /* NVML, when a record needed it */
     if (j->fd >= 0)
         close(j->fd);
     if (j->lock_fd >= 0)
@@ -396,7 +398,7 @@ char *journal_value_active(const char *raw)
 static void note_shown(struct journal *j, struct journal_change *c)
 {
     _cleanup_free_ char *raw = NULL;
-    if (host_read_str(j->h, c->e.dir, c->e.path, &raw) < 0)
+    if (knob_io_read_str(j->h, c->e.dir, c->e.path, &raw) < 0)
         return;
     _cleanup_free_ char *now = journal_value_active(raw);
     _cleanup_free_ char *want = journal_value_active(c->e.new_value);
@@ -419,7 +421,7 @@ int journal_set(struct journal *j, enum host_dir d, const char *path, const char
         return -EPERM;
     char *old;
     size_t len;
-    int r = host_read(j->h, d, path, &old, &len);
+    int r = knob_io_read(j->h, d, path, &old, &len);
     if (r < 0)
         return r;
     if (strlen(old) != len || !knob_value_ok(k, old)) {
@@ -452,7 +454,7 @@ int journal_set(struct journal *j, enum host_dir d, const char *path, const char
     struct journal_change *c = &j->cur[j->ncur++];
     *c = (struct journal_change){.e = e};
     journal_crash_point("before host_write");
-    r = host_write(j->h, d, path, new_value);
+    r = knob_io_write(j->h, d, path, new_value);
     journal_crash_point("after host_write");
     if (r < 0)
         return r; /* the record stays: restoring it writes what is there */

@@ -40,6 +40,15 @@ static const struct knob knobs[] = {
     /* [pack] enable_controller = yes: "+cpuset" in a parent's subtree_control */
     {"cgroup.subtree_control", HOST_SYS, "fs/cgroup/cgroup.subtree_control", KNOB_V_CONTROLLERS},
     {"cgroup.subtree_control", HOST_SYS, "fs/cgroup/**/cgroup.subtree_control", KNOB_V_CONTROLLERS},
+    /* a GPU, through its DRM card's link (tune/knobs_gpu.c): amdgpu's
+     * power cap, i915/xe's PL1 limit (µW), amdgpu's performance level */
+    {"gpu.power_limit_w", HOST_SYS, "class/drm/card#/device/hwmon/hwmon#/power1_cap", KNOB_V_UINT},
+    {"gpu.power_limit_w", HOST_SYS, "class/drm/card#/device/hwmon/hwmon#/power1_max", KNOB_V_UINT},
+    {"gpu.perf_level", HOST_SYS, "class/drm/card#/device/power_dpm_force_performance_level",
+     KNOB_V_WORD},
+    /* an NVIDIA GPU's power management limit, mW, through NVML
+     * (tune/knob_io.h): "GPU-UUID/power_limit_mw" */
+    {"gpu.power_limit_w", HOST_NVML, "*/power_limit_mw", KNOB_V_UINT},
     {"kernel.nmi_watchdog", HOST_PROC, "sys/kernel/nmi_watchdog", KNOB_V_BIT},
     {"kernel.dirty_writeback_centisecs", HOST_PROC, "sys/vm/dirty_writeback_centisecs",
      KNOB_V_UINT},

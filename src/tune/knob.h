@@ -7,7 +7,8 @@
  * sysrq-trigger, uevent_helper, /proc/self/root/...) is refused, whatever
  * its checksum says. A new knob is one row here plus its planner.
  *
- * A pattern is a path relative to its directory (HOST_SYS or HOST_PROC),
+ * A pattern is a path relative to its directory (HOST_SYS, HOST_PROC, or
+ * HOST_NVML: an NVIDIA GPU's setting by its UUID, tune/knob_io.h),
  * '/'-separated; in a component, '#' stands for one or more decimal
  * digits ("policy#", "cpu#"); a component "*" for any one name, "**" for
  * one to 16 names (device paths), where a name is made of the bytes

@@ -102,8 +102,8 @@ static int fail(struct knob_ctx *c, char *msg)
  * in most VMs), a read-only mount. Such a knob is missing here: a note.
  * Without root, EACCES is a permission problem, so the change is planned
  * and the apply fails naming it. */
-static bool writable(struct knob_ctx *c, enum host_dir d, const char *path, const char *knob,
-                     const char *origin)
+bool knobs_writable(struct knob_ctx *c, enum host_dir d, const char *path, const char *knob,
+                    const char *origin)
 {
     /* O_NONBLOCK: a FIFO in a recorded tree must not hang a dry run */
     int fd = host_open_fd(c->h, d, path, O_WRONLY | O_NOCTTY | O_NONBLOCK);
@@ -139,7 +139,7 @@ static int plan_file(struct knob_ctx *c, enum host_dir d, const char *path, cons
         tune_plan_cover(c->plan, d, path, NULL);
         return 0;
     }
-    if (!writable(c, d, path, knob, origin))
+    if (!knobs_writable(c, d, path, knob, origin))
         return 0;
     return tune_plan_add(c->plan, d, path, cur, new_value, knob, why, origin);
 }

@@ -3,6 +3,9 @@
  * what the profile asks. Internal to the tune layer. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "base/cpuset.h"
 #include "host/host.h"
 
@@ -27,6 +30,30 @@ int knobs_pm_qos(struct knob_ctx *c);
 int knobs_sata(struct knob_ctx *c);
 int knobs_pcie_aspm(struct knob_ctx *c);
 int knobs_kernel(struct knob_ctx *c);
+/* Whether PATH can be written at all (an open for writing, which runs no
+ * store()); when not (read-only: EROFS, or EACCES as root), a note naming
+ * KNOB and ORIGIN says the knob is skipped. */
+bool knobs_writable(struct knob_ctx *c, enum host_dir d, const char *path, const char *knob,
+                    const char *origin);
+/* [gpu] power_limit_w / power_limit_pct / perf_level on DRM cards
+ * (knobs_gpu.c). */
+int knobs_gpu(struct knob_ctx *c);
+/* The [gpu] power limit on NVIDIA GPUs through NVML (knobs_gpu_nvml.c):
+ * adds to *planned the GPUs it set or found set. */
+struct profile_value;
+struct knobs_gpu_limit {
+    const char *const *ids; /* [gpu] gpus; NULL: every GPU */
+    size_t nids;
+    bool *named;                   /* ids[i] matched a GPU */
+    const struct profile_value *v; /* power_limit_w or power_limit_pct */
+    bool pct;                      /* limit is % of the maximum, else W */
+    double limit;
+};
+int knobs_gpu_nvml(struct knob_ctx *c, const struct knobs_gpu_limit *l, size_t *planned);
+/* Whether a [gpu] gpus list IDS (NULL: all) selects the GPU ID ("card0",
+ * "nvml1") at PCI address PDEV; marks the ids that matched in NAMED. */
+bool knobs_gpu_selected(const char *const *ids, size_t nids, bool *named, const char *id,
+                        const char *pdev);
 
 /* Pure helpers (unit tests). */
 /* A FREQ value ("min", "max", "2400000", "2.4 GHz", "1800 MHz", "75%")

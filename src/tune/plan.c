@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "tune/journal.h"
 #include "tune/knob.h"
+#include "tune/knob_io.h"
 #include "tune/knobs.h"
 #include "tune/profile.h"
 
@@ -144,6 +145,8 @@ int tune_plan_build(struct host *h, const struct profile *p, const struct devpol
         r = knobs_pcie_aspm(&c);
     if (r >= 0)
         r = knobs_kernel(&c);
+    if (r >= 0)
+        r = knobs_gpu(&c);
     knobs_end(&c);
     if (r < 0) {
         tune_plan_free(&plan);
@@ -193,7 +196,7 @@ static int add_revert(struct host *h, struct tune_plan *out, const struct journa
                       const char *profile, const char *journal)
 {
     _cleanup_free_ char *raw = NULL;
-    if (host_read_str(h, e->dir, e->path, &raw) < 0)
+    if (knob_io_read_str(h, e->dir, e->path, &raw) < 0)
         return 0; /* gone (a device unplugged): nothing to put back */
     _cleanup_free_ char *now = tune_value_active(raw);
     _cleanup_free_ char *orig = tune_value_active(e->old_value);
@@ -286,13 +289,14 @@ static char *refusal(const struct tune_change *c, int err, size_t undone, const 
 {
     _cleanup_free_ char *kpath = host_kernel_path(c->dir, c->path);
     if (rb_err)
-        return xasprintf("%s: the kernel refused '%s' for %s: %s (%s); rolling back failed too: "
+        return xasprintf("%s: %s refused '%s' for %s: %s (%s); rolling back failed too: "
                          "%s (watt restore retries)",
-                         c->knob, c->new_value, kpath, strerror(-err), errno_name(-err), rb_err);
-    return xasprintf("%s: the kernel refused '%s' for %s: %s (%s); nothing was changed (%zu "
+                         c->knob, c->dir == HOST_NVML ? "NVML" : "the kernel", c->new_value, kpath,
+                         strerror(-err), errno_name(-err), rb_err);
+    return xasprintf("%s: %s refused '%s' for %s: %s (%s); nothing was changed (%zu "
                      "value%s rolled back)",
-                     c->knob, c->new_value, kpath, strerror(-err), errno_name(-err), undone,
-                     undone == 1 ? "" : "s");
+                     c->knob, c->dir == HOST_NVML ? "NVML" : "the kernel", c->new_value, kpath,
+                     strerror(-err), errno_name(-err), undone, undone == 1 ? "" : "s");
 }
 
 /* After a write: a note when the kernel shows another value (a frequency
@@ -300,7 +304,7 @@ static char *refusal(const struct tune_change *c, int err, size_t undone, const 
 static void read_back(struct host *h, const struct tune_change *c, struct tune_plan *notes)
 {
     _cleanup_free_ char *raw = NULL;
-    if (host_read_str(h, c->dir, c->path, &raw) < 0)
+    if (knob_io_read_str(h, c->dir, c->path, &raw) < 0)
         return;
     _cleanup_free_ char *now = tune_value_active(raw);
     if (streq(now, c->new_value))

@@ -17,6 +17,7 @@
  *   [pm_qos]   resume_latency_us, cpus
  *   [devices]  runtime_pm, autosuspend_delay_ms, sata_link_pm, pcie_aspm
  *   [kernel]   nmi_watchdog, dirty_writeback_centisecs
+ *   [gpu]      power_limit_w, power_limit_pct, perf_level, gpus
  *   [latency]  workload, latency_us, cpus, busy_cpu_pct, busy_connections,
  *              busy_after_s, idle_after_s        (run by the agent)
  *
@@ -71,6 +72,7 @@ enum profile_key_kind {
     PROFILE_KEY_WORKLOAD, /* "cgroup:PATH", "process:NAME" or "port:N" */
     PROFILE_KEY_TEXT,     /* free text (description, include) */
     PROFILE_KEY_BOOL,     /* parse_bool(): yes/no, true/false, on/off, 1/0 */
+    PROFILE_KEY_GPUS,     /* "all", or GPUs: "card0", "nvml1", "0000:03:00.0" */
 };
 
 struct profile_key {
@@ -164,6 +166,11 @@ int profile_parse_workload(const char *value, struct profile_workload *ret);
  * a list; blanks after commas are allowed ("0-3, 8"). */
 struct cpuset;
 int profile_parse_cpus(const char *value, struct cpuset *ret);
+
+/* A GPUS value: 1 for "all" (ret untouched), 0 with the ids (trimmed,
+ * each once: "cardN", "nvmlN" or a PCI address "0000:03:00.0") in *ret
+ * (free with profile_names_free()), -EINVAL otherwise. */
+int profile_parse_gpus(const char *value, char ***ret, size_t *ret_n);
 
 /* Split a comma-separated list ("schedutil, powersave") into trimmed
  * words; an empty item is -EINVAL. Free with profile_names_free(). */

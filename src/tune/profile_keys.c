@@ -34,9 +34,22 @@ static const char *const w_idle_latency[] = {"none", "first", NULL};
 static const char *const w_qos_latency[] = {"none", "n/a", NULL};
 static const char *const w_missing[] = {"error", "skip", NULL};
 static const char *const w_demand[] = {"machine", "cgroups", NULL};
+/* amdgpu's power_dpm_force_performance_level (Documentation/gpu/amdgpu/
+ * thermal.rst), and keep: leave it */
+static const char *const w_perf_level[] = {"auto",
+                                           "low",
+                                           "high",
+                                           "manual",
+                                           "profile_standard",
+                                           "profile_min_sclk",
+                                           "profile_min_mclk",
+                                           "profile_peak",
+                                           "keep",
+                                           NULL};
 
 #define LATENCY_MAX_US 2000000000.0 /* the cpu_dma_latency default: no constraint */
 #define FREQ_MAX_KHZ   100000000.0  /* 100 GHz: above any CPU, catches unit slips */
+#define GPU_MAX_W      100000.0     /* 100 kW: above any board, catches mW/µW slips */
 
 #define KEY(s, k, kind_, ...)                              \
     {                                                      \
@@ -95,6 +108,18 @@ const struct profile_key profile_keys[] = {
         .help = "interval between writeback flusher wake-ups, 1/100 s",
         .file = "proc: sys/vm/dirty_writeback_centisecs"),
 
+    KEY("gpu", "power_limit_w", PROFILE_KEY_REAL, .min = 1, .max = GPU_MAX_W,
+        .help = "board power limit, W, within each GPU's own range",
+        .file = "class/drm/cardN/device/hwmon/hwmonM/power1_cap (amdgpu) or power1_max "
+                "(i915, xe); NVML's power management limit"),
+    KEY("gpu", "power_limit_pct", PROFILE_KEY_REAL, .min = 1, .max = 100,
+        .help = "board power limit, % of each GPU's maximum limit", .file = "as power_limit_w"),
+    KEY("gpu", "perf_level", PROFILE_KEY_WORDS, .words = w_perf_level,
+        .help = "amdgpu performance level; keep: leave it",
+        .file = "class/drm/cardN/device/power_dpm_force_performance_level"),
+    KEY("gpu", "gpus", PROFILE_KEY_GPUS,
+        .help = "the GPUs that change: all, or cardN, nvmlN, PCI addresses (all)"),
+
     KEY("latency", "workload", PROFILE_KEY_WORKLOAD,
         .help = "what must be busy: cgroup:PATH, process:NAME or port:N"),
     KEY("latency", "latency_us", PROFILE_KEY_INT, .min = 0, .max = LATENCY_MAX_US,
@@ -140,7 +165,7 @@ const struct profile_key profile_keys[] = {
 const size_t profile_nkeys = ARRAY_SIZE(profile_keys);
 
 const char *const profile_sections[] = {"profile", "cpufreq", "cpuidle", "pm_qos", "devices",
-                                        "kernel",  "latency", "pack",    NULL};
+                                        "kernel",  "gpu",     "latency", "pack",   NULL};
 
 const struct profile_key *profile_key_find(const char *section, const char *key)
 {
@@ -422,6 +447,54 @@ int profile_parse_cpus(const char *value, struct cpuset *ret)
     return 0;
 }
 
+/* "card0", "nvml1": a sysfs DRM card or an NVML index, as the GPU
+ * sample names them (sense/gpu.h). */
+static bool gpu_id_ok(const char *s)
+{
+    const char *d = !strncmp(s, "card", 4) ? s + 4 : !strncmp(s, "nvml", 4) ? s + 4 : NULL;
+    if (!d || !*d || strlen(d) > 4 || (d[0] == '0' && d[1]))
+        return false;
+    for (; *d; d++)
+        if (!isdigit((unsigned char)*d))
+            return false;
+    return true;
+}
+
+/* "0000:03:00.0": a PCI address, 4-digit domain, lower-case hex. */
+static bool gpu_pdev_ok(const char *s)
+{
+    static const char form[] = "xxxx:xx:xx.x";
+    if (strlen(s) != sizeof(form) - 1)
+        return false;
+    for (size_t i = 0; form[i]; i++)
+        if (form[i] == 'x' ? !isdigit((unsigned char)s[i]) && !(s[i] >= 'a' && s[i] <= 'f')
+                           : s[i] != form[i])
+            return false;
+    return s[11] <= '7';
+}
+
+int profile_parse_gpus(const char *value, char ***ret, size_t *ret_n)
+{
+    if (streq(value, "all"))
+        return 1;
+    char **v;
+    size_t n;
+    if (profile_split_list(value, &v, &n) < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < i; j++)
+            dup |= streq(v[i], v[j]);
+        if (dup || !(gpu_id_ok(v[i]) || gpu_pdev_ok(v[i]))) {
+            profile_names_free(v, n);
+            return -EINVAL;
+        }
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
 /* ---- value checks ----------------------------------------------------- */
 
 static char *check_words(const struct profile_key *k, const char *value)
@@ -571,6 +644,18 @@ int profile_value_check(const struct profile_key *k, const char *value, char **r
         if (k->list)
             err = check_include(k, value);
         break;
+    case PROFILE_KEY_GPUS: {
+        char **ids = NULL;
+        size_t nids = 0;
+        r = profile_parse_gpus(value, &ids, &nids);
+        if (r < 0)
+            err = xasprintf("%s '%s' is not a GPU list (want all, or cardN, nvmlN and PCI "
+                            "addresses like 0000:03:00.0, each once)",
+                            k->key, value);
+        else if (r == 0)
+            profile_names_free(ids, nids);
+        break;
+    }
     case PROFILE_KEY_BOOL: {
         bool b;
         if (parse_bool(value, &b) < 0)

@@ -104,7 +104,7 @@ static void check_file(const uint8_t *data, size_t size)
 static char *reformat(const struct journal_entry *e)
 {
     static const char *const dirs[] = {
-        [HOST_SYS] = "sys", [HOST_PROC] = "proc", [HOST_DEV] = "dev"};
+        [HOST_SYS] = "sys", [HOST_PROC] = "proc", [HOST_DEV] = "dev", [HOST_NVML] = "nvml"};
     char *owner = journal_escape(e->owner), *path = journal_escape(e->path);
     char *old = journal_escape(e->old_value), *new = journal_escape(e->new_value);
     size_t cap = strlen(owner) + strlen(path) + strlen(old) + strlen(new) + 256;
@@ -142,7 +142,7 @@ static void check_line(const char *line, size_t len)
         return;
     }
     FUZZ_CHECK(safe_path(e.path));
-    FUZZ_CHECK(e.dir == HOST_SYS || e.dir == HOST_PROC || e.dir == HOST_DEV);
+    FUZZ_CHECK(e.dir == HOST_SYS || e.dir == HOST_PROC || e.dir == HOST_DEV || e.dir == HOST_NVML);
     /* what the knob table lets a restore write: no "..", no "." or empty
      * component, printable names only, never under dev/ */
     if (!journal_entry_refusal(&e)) {

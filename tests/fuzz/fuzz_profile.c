@@ -173,6 +173,17 @@ static void fuzz_value(const uint8_t *data, size_t size)
             cpuset_free(&set);
         }
         break;
+    case PROFILE_KEY_GPUS: {
+        char **ids = NULL;
+        size_t nids = 0;
+        r = profile_parse_gpus(v, &ids, &nids);
+        FUZZ_CHECK(r == 0 || r == 1);
+        if (r == 0) {
+            FUZZ_CHECK(nids > 0);
+            profile_names_free(ids, nids);
+        }
+        break;
+    }
     default:
         break;
     }

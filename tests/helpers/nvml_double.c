@@ -16,9 +16,19 @@
  *   handle (error only), name TEXT, uuid TEXT, bus 00000000:19:00.0,
  *   power mW, energy mJ, limit mW, limit_range MIN/MAX, util GPU/MEM,
  *   clock_sm MHz, clock_mem MHz, pstate N, temp C,
- *   procs PID:BYTES,PID:BYTES or "-" (none)
+ *   procs PID:BYTES,PID:BYTES or "-" (none),
+ *   set_limit (error only: what nvmlDeviceSetPowerManagementLimit answers
+ *   instead of setting)
  * name and uuid take the rest of the line as one value. A field with no
- * line answers NOT_SUPPORTED. */
+ * line answers NOT_SUPPORTED.
+ *
+ * nvmlDeviceSetPowerManagementLimit(mW) refuses a value outside the GPU's
+ * limit_range (INVALID_ARGUMENT, as NVML does) and otherwise makes the
+ * GPU's limit that value. With $WATT_NVML_STATE naming a file, the limits
+ * set are kept there ("GPU MW" lines, replaced atomically) and read back
+ * by nvmlInit_v2 over the script's, so a limit set by one process is what
+ * the next one sees: `watt tune` and `watt restore` in turn, as on a real
+ * driver, where the limit holds until the driver unloads. */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -46,11 +56,12 @@ enum {
     F_PSTATE,
     F_TEMP,
     F_PROCS,
+    F_SET_LIMIT,
     F_COUNT
 };
 static const char *const fields[F_COUNT] = {
-    "handle",      "name", "uuid",     "bus",       "power",  "energy", "limit",
-    "limit_range", "util", "clock_sm", "clock_mem", "pstate", "temp",   "procs",
+    "handle", "name",     "uuid",      "bus",    "power", "energy", "limit",     "limit_range",
+    "util",   "clock_sm", "clock_mem", "pstate", "temp",  "procs",  "set_limit",
 };
 
 struct script_field {
@@ -134,6 +145,42 @@ static void parse_line(char *line)
         snprintf(sf->tok[sf->ntok++], TOKEN_LEN, "%s", t);
 }
 
+/* The limits earlier processes set ($WATT_NVML_STATE), over the script's. */
+static void load_state(void)
+{
+    const char *path = getenv("WATT_NVML_STATE");
+    FILE *fp = path ? fopen(path, "re") : NULL;
+    if (!fp)
+        return;
+    unsigned g, mw;
+    while (fscanf(fp, "%u %u", &g, &mw) == 2)
+        if (g < MAX_GPUS) {
+            struct script_field *sf = &gpus[g].f[F_LIMIT];
+            snprintf(sf->tok[0], TOKEN_LEN, "%u", mw);
+            sf->ntok = 1;
+            sf->calls = 0;
+        }
+    fclose(fp);
+}
+
+static int save_state(void)
+{
+    const char *path = getenv("WATT_NVML_STATE");
+    if (!path)
+        return 0;
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *fp = fopen(tmp, "we");
+    if (!fp)
+        return -1;
+    for (int g = 0; g < ngpus; g++)
+        if (gpus[g].f[F_LIMIT].ntok == 1)
+            fprintf(fp, "%d %s\n", g, gpus[g].f[F_LIMIT].tok[0]);
+    if (fclose(fp) != 0 || rename(tmp, path) != 0)
+        return -1;
+    return 0;
+}
+
 static void load_script(void)
 {
     memset(gpus, 0, sizeof(gpus));
@@ -150,6 +197,7 @@ static void load_script(void)
     while (fgets(line, sizeof(line), fp))
         parse_line(line);
     fclose(fp);
+    load_state();
 }
 
 /* The token for this call of the field, or an error code in *rc. */
@@ -403,4 +451,25 @@ EXPORT nvml_return_t nvmlDeviceGetComputeRunningProcesses_v3(nvml_device_t d, un
         memcpy(infos, got, k * sizeof(got[0]));
     *n = k;
     return NVML_SUCCESS;
+}
+
+EXPORT nvml_return_t nvmlDeviceSetPowerManagementLimit(nvml_device_t d, unsigned int mw);
+EXPORT nvml_return_t nvmlDeviceSetPowerManagementLimit(nvml_device_t d, unsigned int mw)
+{
+    if (!inited)
+        return NVML_ERROR_UNINITIALIZED;
+    nvml_return_t rc;
+    if (d->f[F_SET_LIMIT].ntok > 0 && !next(d, F_SET_LIMIT, &rc) && rc)
+        return rc;
+    struct script_field *range = &d->f[F_LIMIT_RANGE];
+    unsigned lo = 0, hi = 0;
+    if (range->ntok == 0 || sscanf(range->tok[range->ntok - 1], "%u/%u", &lo, &hi) != 2)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (mw < lo || mw > hi)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct script_field *sf = &d->f[F_LIMIT];
+    snprintf(sf->tok[0], TOKEN_LEN, "%u", mw);
+    sf->ntok = 1;
+    sf->calls = 0;
+    return save_state() == 0 ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
 }

@@ -238,6 +238,50 @@ static void test_init_fails(void **state)
     done_script();
 }
 
+/* The setter: by UUID, range checked before NVML is asked, NVML's
+ * refusals as -errno, and the double's state file carrying a set limit
+ * to the next nvmlInit (the next process). */
+static void test_limit_set(void **state)
+{
+    (void)state;
+    char state_path[] = "/tmp/watt-nvml-state-XXXXXX";
+    int fd = mkstemp(state_path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(state_path);
+    setenv("WATT_NVML_STATE", state_path, 1);
+    use_script(TWO_GPUS "set_limit 1 NO_PERMISSION\n");
+    struct gpu_nvml *n = NULL;
+    assert_int_equal(gpu_nvml_open(&n, NULL, 0), 0);
+    const char *u0 = "GPU-1b2c3d4e-0000-1111-2222-333344445555";
+    const char *u1 = "GPU-99999999-0000-1111-2222-333344445555";
+    uint32_t mw = 0, lo = 0, hi = 0;
+    assert_int_equal(gpu_nvml_limit_get(n, u0, &mw, &lo, &hi), 0);
+    assert_int_equal(mw, 700000);
+    assert_int_equal(lo, 200000);
+    assert_int_equal(hi, 700000);
+    char why[128] = "";
+    assert_int_equal(gpu_nvml_limit_set(n, u0, 199999, why, sizeof(why)), -ERANGE);
+    assert_non_null(strstr(why, "200000..700000 mW"));
+    assert_int_equal(gpu_nvml_limit_set(n, u0, 630000, why, sizeof(why)), 0);
+    assert_int_equal(gpu_nvml_limit_get(n, u0, &mw, &lo, &hi), 0);
+    assert_int_equal(mw, 630000);
+    assert_int_equal(gpu_nvml_limit_set(n, u1, 630000, why, sizeof(why)), -EPERM);
+    assert_non_null(strstr(why, "Insufficient Permissions"));
+    assert_int_equal(gpu_nvml_limit_get(n, "GPU-nope", &mw, &lo, &hi), -ENOENT);
+    gpu_nvml_close(n);
+    /* another "process": the limit set above is what it sees */
+    assert_int_equal(gpu_nvml_open(&n, NULL, 0), 0);
+    assert_int_equal(gpu_nvml_limit_get(n, u0, &mw, &lo, &hi), 0);
+    assert_int_equal(mw, 630000);
+    assert_int_equal(gpu_nvml_limit_get(n, u1, &mw, &lo, &hi), 0);
+    assert_int_equal(mw, 700000);
+    gpu_nvml_close(n);
+    unlink(state_path);
+    unsetenv("WATT_NVML_STATE");
+    done_script();
+}
+
 static void test_names(void **state)
 {
     assert_string_equal(gpu_field_name(GPU_F_ENERGY), "energy");
@@ -262,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_handle_lost),
         cmocka_unit_test(test_init_fails),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_limit_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

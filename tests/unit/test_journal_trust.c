@@ -78,6 +78,17 @@ static void test_knob_table(void **state)
          "devices.autosuspend_delay_ms"},
         {HOST_SYS, "class/scsi_host/host0/link_power_management_policy", "devices.sata_link_pm"},
         {HOST_PROC, "sys/kernel/nmi_watchdog", "kernel.nmi_watchdog"},
+        {HOST_SYS, "class/drm/card0/device/hwmon/hwmon3/power1_cap", "gpu.power_limit_w"},
+        {HOST_SYS, "class/drm/card12/device/hwmon/hwmon1/power1_max", "gpu.power_limit_w"},
+        {HOST_SYS, "class/drm/card0/device/power_dpm_force_performance_level", "gpu.perf_level"},
+        {HOST_SYS, "class/drm/card0-DP-1/device/hwmon/hwmon3/power1_cap", NULL},
+        {HOST_SYS, "class/drm/renderD128/device/power_dpm_force_performance_level", NULL},
+        {HOST_SYS, "class/hwmon/hwmon3/power1_cap", NULL}, /* ACPI power meter: not a GPU */
+        {HOST_SYS, "class/drm/card0/device/hwmon/hwmon3/power1_crit", NULL},
+        {HOST_NVML, "GPU-5d3c1f0e-8a4b-4c1d-9e2f-0123456789ab/power_limit_mw", "gpu.power_limit_w"},
+        {HOST_NVML, "GPU-5d3c1f0e/applications_clocks", NULL},
+        {HOST_NVML, "a/GPU-5d3c1f0e/power_limit_mw", NULL},
+        {HOST_SYS, "GPU-5d3c1f0e/power_limit_mw", NULL},
         /* what a forger would name */
         {HOST_SYS, "kernel/uevent_helper", NULL},
         {HOST_PROC, "sys/kernel/core_pattern", NULL},

@@ -400,7 +400,7 @@ static void test_text_errors(void **state)
                                          "[cpufreq]?");
     expect_text_error("[main]\nsummary = x\n",
                       "t.conf:1: unknown section [main] (want profile, cpufreq, cpuidle, pm_qos, "
-                      "devices, kernel, latency or pack)");
+                      "devices, kernel, gpu, latency or pack)");
     expect_text_error("governor = performance\n",
                       "t.conf:1: 'governor' is outside a section (put it under [cpufreq])");
     expect_text_error("[cpufreq]\ngovernor = fast\n",
@@ -641,6 +641,31 @@ static void test_typed(void **state)
     assert_int_equal(profile_parse_freq("1e6", &f), -EINVAL);
     assert_int_equal(profile_parse_freq("200 GHz", &f), -ERANGE);
     assert_true(f.value == 7); /* untouched */
+
+    /* [gpu] gpus: cards, NVML indexes and PCI addresses, each once */
+    char **ids = NULL;
+    size_t nids = 0;
+    assert_int_equal(profile_parse_gpus("all", &ids, &nids), 1);
+    assert_int_equal(profile_parse_gpus("card0, nvml12 ,0000:03:00.0", &ids, &nids), 0);
+    assert_int_equal(nids, 3);
+    assert_string_equal(ids[1], "nvml12");
+    assert_string_equal(ids[2], "0000:03:00.0");
+    profile_names_free(ids, nids);
+    static const char *const bad_gpus[] = {"card",
+                                           "card01",
+                                           "eth0",
+                                           "card0,card0",
+                                           "card0,,card1",
+                                           "0000:03:00.8",
+                                           "0000:03:00.0a",
+                                           "0000:03:00",
+                                           "0000:0G:00.0",
+                                           "nvml-1",
+                                           "",
+                                           "ALL"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad_gpus); i++)
+        if (profile_parse_gpus(bad_gpus[i], &ids, &nids) != -EINVAL)
+            fail_msg("gpus '%s' accepted", bad_gpus[i]);
 
     struct profile_latency l;
     assert_int_equal(profile_parse_latency("20", &l), 0);
