@@ -5,12 +5,17 @@
  * section's readings (source "gpu"), so both sections agree. */
 #include "view/report_gpu.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/parse.h"
 #include "base/util.h"
 #include "sense/gpu.h"
+#include "sense/gpu_fdinfo.h"
 
 const struct power_reading *report_gpu_reading(const struct report_ctx *c, const struct gpu_dev *g)
 {
@@ -226,3 +231,58 @@ const struct report_section report_section_gpus = {
     .json = gpus_json,
     .text = gpus_text,
 };
+
+/* ---- holders, for the advice ---- */
+
+static void holders_add(struct gpu_holders *hs, size_t *cap, const char *pdev)
+{
+    for (size_t i = 0; i < hs->n; i++)
+        if (streq(hs->pdev[i], pdev))
+            return;
+    hs->pdev = grow_array(hs->pdev, sizeof(*hs->pdev), hs->n + 1, cap);
+    snprintf(hs->pdev[hs->n++], GPU_PDEV_LEN, "%.15s", pdev);
+}
+
+void report_gpu_holders(const struct report_ctx *c, struct gpu_holders *ret)
+{
+    *ret = (struct gpu_holders){0};
+    char **names;
+    size_t n, cap = 0;
+    if (host_list(c->h, HOST_PROC, ".", &names, &n) < 0) {
+        ret->unreadable = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t pid;
+        if (!str_all_digits(names[i]) || parse_u64(names[i], &pid) < 0 || pid > INT32_MAX)
+            continue;
+        struct gpu_fdinfo_client *cl = NULL;
+        size_t ncl = 0;
+        int r = gpu_fdinfo_read_pid(c->h, (pid_t)pid, &cl, &ncl);
+        if (r == -EACCES || r == -EPERM)
+            ret->unreadable++;
+        for (size_t k = 0; r >= 0 && k < ncl; k++)
+            if (cl[k].pdev[0])
+                holders_add(ret, &cap, cl[k].pdev);
+        free(cl);
+    }
+    host_free_list(names, n);
+}
+
+void report_gpu_holders_free(struct gpu_holders *g)
+{
+    free(g->pdev);
+    *g = (struct gpu_holders){0};
+}
+
+int report_gpu_held(const struct gpu_holders *hs, const struct gpu_dev *g)
+{
+    if (streq(g->via, "nvml"))
+        return g->nprocs > 0;
+    if (streq(g->driver, "nvidia"))
+        return -1;
+    for (size_t i = 0; i < hs->n; i++)
+        if (streq(hs->pdev[i], g->pdev))
+            return 1;
+    return hs->unreadable ? -1 : 0;
+}

@@ -87,6 +87,9 @@ def test_sysfs():
     nv = gpu(doc, "0000:19:00.0")
     check(nv and nv["id"] == "card3" and nv["watts"] is None and "NVML" in nv["watts_absent"],
           f"the nvidia card without NVML: no watts, and why ({nv})")
+    gpu_adv = [a for a in doc["advice"] if "GPU" in a["action"]]
+    check(not gpu_adv, f"no GPU advice: the held GPUs are busy, the nvidia card's holders "
+          f"unknown without NVML ({gpu_adv})")
     text = report(env, "text")
     check("GPUs\n  card0  amdgpu" in text and "231.0 W (driver's reading)" in text,
           "text: the GPUs section")
@@ -112,6 +115,10 @@ def test_nvml():
           f"nvml0: NVML's readings and the card's runtime PM ({nv})")
     check(abs(nv["watts"] - 300) < 0.01 and nv["watts_from"] == "energy_counter",
           f"nvml0: 300 J over the second is 300 W ({nv['watts']})")
+    adv = [a for a in doc["advice"] if "GPU nvml0" in a["action"]]
+    check(len(adv) == 1 and abs(adv[0]["saving_w"] - 300) < 0.01 and
+          "0000:19:00.0/power/control" in adv[0]["how"],
+          f"advice: let the idle, unheld H100 runtime-suspend, saving its measured 300 W ({adv})")
     c = channels(doc).get(("gpu", "nvml0"))
     check(c is not None and c["via"] == "nvml", f"power channel gpu/nvml0 via nvml ({c})")
 
