@@ -41,8 +41,25 @@ static long card_number(const char *name)
     return (long)v;
 }
 
+/* DRM drivers of display-only PCI functions: a server BMC's VGA (ast on
+ * ASPEED, mgag200 on Matrox G200e, hibmc on HiSilicon) and the emulated
+ * cards of hypervisors. They have no GPU to measure or to suspend. */
+static const char *const display_only[] = {
+    "ast", "mgag200",    "hibmc-drm", "bochs-drm",  "bochs",      "cirrus",    "cirrus-qemu",
+    "qxl", "virtio-pci", "vmwgfx",    "hyperv_drm", "hyperv-drm", "vboxvideo", "simple-framebuffer",
+};
+
+static bool is_display_only(const char *driver)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(display_only); i++)
+        if (streq(driver, display_only[i]))
+            return true;
+    return false;
+}
+
 /* A card's PCI address and driver; < 0 when it is not a PCI device with a
- * driver bound (a virtual card: vkms, simpledrm on a platform device). */
+ * GPU driver bound (a virtual card: vkms, simpledrm on a platform device;
+ * a BMC's VGA: display_only[]). */
 static int card_pci(struct host *h, const char *card, char pdev[GPU_PDEV_LEN], char *driver,
                     size_t dlen)
 {
@@ -59,6 +76,8 @@ static int card_pci(struct host *h, const char *card, char pdev[GPU_PDEV_LEN], c
     r = host_link_name(h, HOST_SYS, p, &drv);
     if (r < 0)
         return r;
+    if (is_display_only(drv))
+        return -ENODEV;
     snprintf(pdev, GPU_PDEV_LEN, "%s", bdf);
     for (char *c = pdev; *c; c++)
         *c = (char)tolower((unsigned char)*c);
