@@ -234,16 +234,17 @@ static double read_dpm(struct host *h, struct sample *s, const char *path)
 }
 
 /* The hwmon channel that is the whole card: xe labels channel 1 "card" and
- * 2 "pkg" on discrete GPUs (xe_hwmon.c), integrated ones have only "pkg";
- * i915 and amdgpu have one channel, unlabelled or "PPT". */
+ * 2 "pkg" on discrete GPUs and shows only channel 2 ("pkg") on integrated
+ * ones (xe_hwmon.c); i915 and amdgpu have one channel, unlabelled or
+ * "PPT". */
 static unsigned energy_channel(struct host *h, const char *chip)
 {
     char p[96];
-    _cleanup_free_ char *l = NULL;
-    snprintf(p, sizeof(p), HWMON "/%s/energy2_label", chip);
-    if (host_read_str(h, HOST_SYS, p, &l) >= 0 && streq(l, "card"))
-        return 2;
-    return 1;
+    snprintf(p, sizeof(p), HWMON "/%s/energy1_input", chip);
+    if (host_exists(h, HOST_SYS, p))
+        return 1;
+    snprintf(p, sizeof(p), HWMON "/%s/energy2_input", chip);
+    return host_exists(h, HOST_SYS, p) ? 2 : 1;
 }
 
 /* OWN: read what the hwmon sampler did not (temperature, limits); without
@@ -251,7 +252,9 @@ static unsigned energy_channel(struct host *h, const char *chip)
 static void read_hwmon(struct host *h, struct sample *s, struct gpu_dev *g, bool own)
 {
     char p[96];
+    enum host_cache_mode m0 = host_cache_mode(h, HOST_CACHE_STATIC);
     unsigned ch = energy_channel(h, g->hwmon);
+    host_cache_mode(h, m0);
     const struct hwmon_sensor *e = hwmon_find(s->hwmon, g->hwmon, HWMON_ENERGY, ch);
     const struct hwmon_sensor *pw = hwmon_find(s->hwmon, g->hwmon, HWMON_POWER, ch);
     if (!own) {
