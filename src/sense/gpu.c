@@ -341,7 +341,8 @@ static void read_card(struct host *h, struct sample *s, const char *card, struct
     }
     host_cache_mode(h, m);
     /* A runtime-suspended card is left asleep: reading amdgpu's sensors
-     * resumed it on older kernels (amdgpu_pm.c), costing what it saves.
+     * resumes it where amdgpu_pm.c calls pm_runtime_get_sync() (5.x
+     * kernels), costing what the suspend saves.
      * Only what the hwmon sampler read anyway is taken. */
     bool asleep = streq(g->rpm_status, "suspended");
     if (g->hwmon[0])
