@@ -40,6 +40,7 @@ void top_frame_free(struct top_frame *f)
         free(d->why);
     }
     free(f->devices);
+    free(f->gpus);
     for (size_t i = 0; i < f->nnotes; i++)
         free(f->notes[i]);
     free(f->notes);
