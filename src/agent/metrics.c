@@ -7,6 +7,7 @@
 #include "agent/metrics.h"
 #include "agent/attrib.h"
 #include "agent/metrics_cstate.h"
+#include "agent/metrics_gpu.h"
 #include "agent/metrics_memory.h"
 #include "agent/metrics_pack.h"
 #include "agent/metrics_turbo.h"
@@ -799,6 +800,7 @@ void agent_metrics_render(const struct report_ctx *c, const struct agent_energy 
         metrics_render_turbo(&w, c);
         metrics_render_cstate(&w, self ? self->cstate : NULL, c);
         metrics_render_memory(&w, self ? self->memory : NULL, c);
+        metrics_render_gpu(&w, c);
         render_utilisation(&w, c);
         render_interrupts(&w, c->cur->irq);
         render_devices(&w, c);

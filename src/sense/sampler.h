@@ -36,6 +36,7 @@ enum sampler_id {
     SAMPLER_LATENCY,
     SAMPLER_CLOCK,
     SAMPLER_CSTATE_PMU,
+    SAMPLER_GPU, /* after SAMPLER_HWMON: takes the GPU chips' readings from it */
     _SAMPLER_MAX,
 };
 

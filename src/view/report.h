@@ -58,6 +58,7 @@ struct report_section {
 extern const struct report_section report_section_host;
 extern const struct report_section report_section_power;
 extern const struct report_section report_section_memory;
+extern const struct report_section report_section_gpus;
 extern const struct report_section report_section_cstates;
 extern const struct report_section report_section_frequency;
 extern const struct report_section report_section_utilisation;

@@ -15,9 +15,11 @@
 #include "sense/cpuidle.h"
 #include "sense/devices.h"
 #include "sense/devsafety.h"
+#include "sense/gpu.h"
 #include "sense/latency.h"
 #include "sense/procstat.h"
 #include "view/report.h"
+#include "view/report_gpu.h"
 
 /* A core held in a shallow state instead of its deepest one is clock gated
  * but powered: assume it leaks ~30 % of its active power. An assumption
@@ -285,6 +287,70 @@ static void advise_pack(const struct report_ctx *c, struct advice_list *l)
     pack_plan_free(&plan);
 }
 
+/* A GPU no process holds that runtime PM keeps awake: control "on", or
+ * "auto" but never suspended. Its saving is what it draws now when that
+ * was measured and it is idle (a runtime-suspended GPU is in D3, near 0 W
+ * at the card); else unknown, never a made-up figure. */
+static void advise_gpu(const struct report_ctx *c, const struct gpu_dev *g, struct advice_list *l)
+{
+    const struct power_reading *p = report_gpu_reading(c, g);
+    bool idle = isnan(g->busy_pct) || g->busy_pct < 1.0;
+    struct advice *a = add(l);
+    const char *what = g->name[0] ? g->name : g->driver;
+    if (streq(g->rpm_control, "on")) {
+        _cleanup_free_ char *path = xasprintf("bus/pci/devices/%s/power/control", g->pdev);
+        _cleanup_free_ char *shown = host_kernel_path(HOST_SYS, path);
+        a->action = xasprintf("let idle GPU %s (%s, %s) runtime-suspend", g->id, what, g->pdev);
+        a->why = xstrdup("no process holds it, yet runtime PM is off (power/control \"on\")");
+        a->how = streq(g->driver, "nvidia")
+                     ? xasprintf("write auto to %s (the nvidia driver also needs "
+                                 "NVreg_DynamicPowerManagement=0x02)",
+                                 shown)
+                     : xasprintf("write auto to %s", shown);
+    } else {
+        a->action = xasprintf("find what keeps idle GPU %s (%s, %s) awake", g->id, what, g->pdev);
+        a->why = xstrdup("no process holds it and runtime PM is allowed, but it never "
+                         "suspended (a display attached, or the driver's runtime PM is off: "
+                         "amdgpu.runpm=0, i915/xe without it for this card)");
+    }
+    if (p && !isnan(p->watts) && idle) {
+        a->saving_w = p->watts;
+        a->basis_owned =
+            xasprintf("the GPU's measured draw now (%s, %s), idle: what runtime suspend (D3) "
+                      "saves where the driver supports it for this GPU",
+                      p->via, isnan(p->delta_j) ? "driver's reading" : "energy counter");
+        a->basis = a->basis_owned;
+    } else {
+        a->basis = p && !isnan(p->watts) ? "unknown: the GPU was not idle over the interval"
+                                         : "unknown: the GPU's idle draw was not measured";
+    }
+    a->latency = xstrdup("a resume of the GPU (tens to hundreds of ms) at its next use");
+}
+
+static void advise_gpus(const struct report_ctx *c, struct advice_list *l)
+{
+    const struct gpu_sample *gs = c->cur->gpu;
+    if (!gs || !gs->n)
+        return;
+    struct gpu_holders hs;
+    bool scanned = false;
+    for (size_t i = 0; i < gs->n; i++) {
+        const struct gpu_dev *g = &gs->v[i];
+        bool never = streq(g->rpm_control, "auto") && !streq(g->rpm_status, "suspended") &&
+                     (g->rpm_suspended_ms == 0);
+        if (g->lost || !g->pdev[0] || !(streq(g->rpm_control, "on") || never))
+            continue;
+        if (!scanned) {
+            report_gpu_holders(c, &hs);
+            scanned = true;
+        }
+        if (report_gpu_held(&hs, g) == 0)
+            advise_gpu(c, g, l);
+    }
+    if (scanned)
+        report_gpu_holders_free(&hs);
+}
+
 static int by_saving(const void *x, const void *y)
 {
     const struct advice *a = x, *b = y;
@@ -298,6 +364,7 @@ static void collect(const struct report_ctx *c, struct advice_list *l)
     advise_disabled_states(c, l);
     advise_constraints(c, l);
     advise_devices(c, l);
+    advise_gpus(c, l);
     advise_governor(c, l);
     advise_pack(c, l);
     if (l->n)

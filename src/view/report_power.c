@@ -7,11 +7,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/table.h"
 #include "base/util.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
+#include "sense/gpu.h"
 #include "sense/hwmon.h"
 #include "sense/procstat.h"
 #include "sense/rapl.h"
@@ -36,6 +38,24 @@ static void stuck_diags(const struct report_ctx *c, const struct power_summary *
     }
 }
 
+/* A GPU's hwmon chip ("hwmon4/energy1") is the GPU sampler's reading of
+ * it (source "gpu"): its hwmon readings go, so each GPU counts once. */
+static void drop_gpu_chips(struct power_readings *r, const struct gpu_sample *g)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct power_reading *p = &r->v[i];
+        bool gpu = false;
+        size_t len = strcspn(p->domain, "/");
+        for (size_t k = 0; k < g->n && !gpu && streq(p->source, "hwmon"); k++)
+            gpu = g->v[k].hwmon[0] && strlen(g->v[k].hwmon) == len &&
+                  strncmp(p->domain, g->v[k].hwmon, len) == 0;
+        if (!gpu)
+            r->v[w++] = *p;
+    }
+    r->n = w;
+}
+
 void report_power_build(const struct report_ctx *c, const struct power_model *m,
                         struct power_summary *ps)
 {
@@ -45,6 +65,10 @@ void report_power_build(const struct report_ctx *c, const struct power_model *m,
         rapl_power(a->rapl, b ? b->rapl : NULL, c->interval_s, &r, c->diags);
     if (c->cur->hwmon)
         hwmon_power(a->hwmon, b ? b->hwmon : NULL, c->interval_s, &r, c->diags);
+    if (c->cur->gpu) {
+        drop_gpu_chips(&r, c->cur->gpu);
+        gpu_power(a->gpu, b ? b->gpu : NULL, c->interval_s, &r, c->diags);
+    }
     double busy = b ? procstat_busy_cpus(a->procstat, b->procstat) : NAN;
     double ghz = cpufreq_mean_busy_ghz(b ? a->cpufreq : NULL, c->cur->cpufreq);
     power_summarise(ps, &r, m, cpuset_count(&c->cur->topo.online), busy, ghz);
