@@ -161,15 +161,6 @@ void top_gpu_baseline(struct top_gpu_state *s, struct host *h, const struct task
     s->have_prev = true;
 }
 
-double top_gpu_watts(const struct gpu_dev *a, const struct gpu_dev *b, double secs)
-{
-    if (!b)
-        return NAN;
-    if (a && isfinite(a->energy_j) && isfinite(b->energy_j) && secs > 0)
-        return b->energy_j >= a->energy_j ? (b->energy_j - a->energy_j) / secs : NAN;
-    return isfinite(b->power_w) && b->power_w >= 0 ? b->power_w : NAN;
-}
-
 static const struct gpu_dev *find_dev(const struct gpu_sample *s, const char *pdev)
 {
     for (size_t i = 0; s && i < s->n; i++)
@@ -324,7 +315,7 @@ static void gpu_rows(const struct gpu_sample *a, const struct gpu_sample *b, dou
         snprintf(t->pdev, sizeof(t->pdev), "%s", d->pdev);
         snprintf(t->driver, sizeof(t->driver), "%s", d->driver);
         snprintf(t->via, sizeof(t->via), "%s", d->via);
-        t->watts = top_gpu_watts(find_dev(a, d->pdev), d, secs);
+        t->watts = gpu_watts(a, b, secs, d->pdev);
         t->util_pct = d->busy_pct;
         t->procs_busy_pct = 100.0 * x->busy;
         t->procs_w = x->procs_w;
@@ -390,9 +381,8 @@ void top_gpu_collect(struct top_gpu_state *s, struct host *h, const struct tasks
     struct gpu_attrib_gpu *gg = xcalloc(b->n, sizeof(*gg));
     for (size_t g = 0; g < b->n; g++) {
         const struct gpu_dev *d = &b->v[g];
-        gg[g] = (struct gpu_attrib_gpu){.pdev = d->pdev,
-                                        .watts = top_gpu_watts(find_dev(a, d->pdev), d, secs),
-                                        .util = d->busy_pct / 100.0};
+        gg[g] = (struct gpu_attrib_gpu){
+            .pdev = d->pdev, .watts = gpu_watts(a, b, secs, d->pdev), .util = d->busy_pct / 100.0};
     }
     struct gpu_attrib_input in = {
         .seconds = secs, .ngpus = b->n, .gpus = gg, .nuses = n, .uses = u};

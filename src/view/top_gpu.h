@@ -55,8 +55,3 @@ void top_gpu_collect(struct top_gpu_state *s, struct host *h, const struct tasks
                      const struct gpu_sample *a, const struct gpu_sample *b, double secs,
                      struct top_gpu_out *ret);
 void top_gpu_out_clear(struct top_gpu_out *o);
-
-/* A GPU's watts over the window, as sense/gpu.h's gpu_watts() defines
- * them: the energy counter's delta over SECS when both samples have one
- * and it did not go backwards, else B's power reading; NaN unknown. */
-double top_gpu_watts(const struct gpu_dev *a, const struct gpu_dev *b, double secs);
