@@ -8,13 +8,16 @@ cgroup rollup, and the NVIDIA card through the NVML double
 follows schema/watt-top.json; docs/gpu-attribution.md is the rule."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import check, summary  # noqa: E402
+from checks import check, free_port, stop, summary  # noqa: E402
 
 WATT = os.environ["WATT"]
 FIX = os.environ["WATT_FIXTURES"]
@@ -131,8 +134,56 @@ def test_nvml(script, what):
     return doc
 
 
+def scrape_agent(want, timeout=8.0):
+    port = free_port()
+    p = subprocess.Popen([WATT, "agent", "--root", os.path.join(FIX, "gpu"), "--interval", "0.5",
+                          "--control", "", "--listen", f"127.0.0.1:{port}"],
+                         env=dict(os.environ, WATT_NVML_LIBRARY=""),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    text = ""
+    try:
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+                if want(text):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.25)
+    finally:
+        stop(p)
+    return text
+
+
+def family(text, name):
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r"^%s\{(.*)\} (\S+)$" % re.escape(name), text, re.M)}
+
+
+def test_agent():
+    """The agent's per-cgroup GPU counters on the same root: the engine
+    seconds the fixture's second snapshot adds (the recorded root's windows
+    are the agent's 0.5 s, so only the busy seconds are exact here; the
+    joules' split is the one the unit test agent_cgroup_gpu checks)."""
+    hip = 'cgroup="/system.slice/hip_train.service"'
+    text = scrape_agent(lambda t: family(t, "watt_cgroup_gpu_busy_seconds_total").get(hip, 0) > 0)
+    busy = family(text, "watt_cgroup_gpu_busy_seconds_total")
+    check(near(busy.get(hip), 0.85), f"agent: hip_train's 0.85 GPU engine seconds ({busy})")
+    ff = busy.get('cgroup="/system.slice/ffmpeg.service"')
+    check(near(ff, 0.42), f"agent: ffmpeg's 0.42 s ({busy})")
+    j = family(text, "watt_cgroup_gpu_joules_total")
+    check(j.get(hip, 0) > 0 and all(v >= 0 for v in j.values()), f"agent: GPU joules ({j})")
+    lines = family(text, "watt_gpu_attributed_joules_total")
+    check(sorted(lines) == ['line="idle"', 'line="unattributed"'] and
+          all(v >= 0 for v in lines.values()), f"agent: the GPUs' unattributed and idle ({lines})")
+    check("# TYPE watt_cgroup_gpu_joules_total counter" in text, "agent: a counter")
+
+
 def main():
     test_sysfs()
+    test_agent()
     if not os.environ.get("WATT_NVML_DOUBLE"):
         print("# WATT_NVML_DOUBLE not set: NVML part not run")
         return summary()
