@@ -74,7 +74,7 @@ const char *top_view_name(enum top_view v)
 
 const char *top_sort_title(enum top_sort s)
 {
-    static const char *const t[] = {"wake-ups", "power", "CPU", "idle wake-ups"};
+    static const char *const t[] = {"wake-ups", "power", "CPU", "idle wake-ups", "GPU"};
     return (unsigned)s < ARRAY_SIZE(t) ? t[s] : "?";
 }
 

@@ -157,7 +157,13 @@ struct top_frame {
 
 void top_frame_free(struct top_frame *f);
 
-enum top_sort { TOP_SORT_WAKEUPS, TOP_SORT_POWER, TOP_SORT_CPU, TOP_SORT_IDLE_WAKEUPS };
+enum top_sort {
+    TOP_SORT_WAKEUPS,
+    TOP_SORT_POWER,
+    TOP_SORT_CPU,
+    TOP_SORT_IDLE_WAKEUPS,
+    TOP_SORT_GPU, /* GPU watts, then GPU busy % */
+};
 enum top_view {
     TOP_VIEW_PROCS,
     TOP_VIEW_CGROUPS,

@@ -35,9 +35,9 @@ procs 0 2004:1048576,2003:2097152
 """
 
 
-def top(env=None, fmt="json"):
+def top(env=None, fmt="json", extra=()):
     args = [WATT, "top", "--once", "--root", "gpu", "--interval", "1"] + (
-        ["--json"] if fmt == "json" else [])
+        ["--json"] if fmt == "json" else []) + list(extra)
     p = subprocess.run(args, capture_output=True, text=True, cwd=FIX,
                        env=dict(os.environ, **(env or {})))
     check(p.returncode == 0, f"{' '.join(args[1:])}: exit 0 ({p.stderr.strip()[:200]})")
@@ -117,12 +117,12 @@ def test_sysfs():
           "text: the GPU columns")
 
 
-def test_nvml(script, what):
+def test_nvml(script, what, extra=()):
     with tempfile.NamedTemporaryFile("w", suffix=".nvml", delete=False) as f:
         f.write(script)
     try:
         doc = top({"WATT_NVML_LIBRARY": os.environ["WATT_NVML_DOUBLE"],
-                   "WATT_NVML_SCRIPT": f.name})
+                   "WATT_NVML_SCRIPT": f.name}, extra=extra)
     finally:
         os.unlink(f.name)
     if not doc:
@@ -198,6 +198,11 @@ def main():
               "equal shares: said in the notes")
         check(near(p[2003]["gpu_w"], 105) and near(p[2003]["gpu_busy_pct"], 35),
               f"xe_compute: idle on the xe, 35 % of the H100 ({p[2003]})")
+    # --sort gpu: hip_train's 196 W, then the two 105 W ones (by pid),
+    # ffmpeg's 34 W last; the default order would be by pid
+    doc = test_nvml(H100, "NVML, --sort gpu", ["--sort", "gpu"])
+    order = [x["pid"] for x in doc["processes"]] if doc else None
+    check(order == [2001, 2003, 2004, 2002], f"--sort gpu: by GPU watts ({order})")
     # per-process SM utilisation: sshd's samples 60 and 40 % (mean 50),
     # xe_compute none: 150 W to sshd, the GPU's other 20 % unattributed
     doc = test_nvml(H100 + "procutil 0 - 2004:60,2004:40\n", "NVML, SM shares")
