@@ -367,6 +367,35 @@ static void wrapped(struct strbuf *b, const char *text, const char *first, const
     text_wrap_free(lines, n);
 }
 
+static void text_w(char *buf, size_t size, double w)
+{
+    if (isfinite(w))
+        snprintf(buf, size, "%.1f W", w);
+    else
+        snprintf(buf, size, "-");
+}
+
+/* One line per GPU, only where there is one: its watts and their split
+ * (processes + unattributed + idle = watts; docs/gpu-attribution.md). */
+static void text_gpus(struct strbuf *b, const struct top_frame *f)
+{
+    for (size_t i = 0; i < f->ngpus; i++) {
+        const struct top_gpu *g = &f->gpus[i];
+        char w[32], p[32], u[32], idle[32];
+        text_w(w, sizeof(w), g->watts);
+        text_w(p, sizeof(p), g->procs_w);
+        text_w(u, sizeof(u), g->unattributed_w);
+        text_w(idle, sizeof(idle), g->idle_w);
+        _cleanup_free_ char *id = text_utf8_valid(g->id, strnlen(g->id, sizeof(g->id)));
+        _cleanup_free_ char *drv =
+            text_utf8_valid(g->driver, strnlen(g->driver, sizeof(g->driver)));
+        strbuf_appendf(b,
+                       "%-10s%s %s %s: processes %s (%.0f %% busy%s), unattributed %s, idle %s\n",
+                       i ? "" : "GPUs", id, drv, w, p, g->procs_busy_pct,
+                       g->equal_shares ? ", equal shares" : "", u, idle);
+    }
+}
+
 void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
 {
     struct strbuf b = {0};
@@ -379,6 +408,7 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
         _cleanup_free_ char *pn = xstrndup(f->power_note, sizeof(f->power_note));
         wrapped(&b, pn, "          ", "          ");
     }
+    text_gpus(&b, f);
     text_section(&b, f, TOP_VIEW_PROCS, limit, "processes");
     text_section(&b, f, TOP_VIEW_CGROUPS, limit, "cgroups");
     text_section(&b, f, TOP_VIEW_SOURCES, limit, "sources");

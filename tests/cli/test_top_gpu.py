@@ -115,6 +115,8 @@ def test_sysfs():
     text = top({"WATT_NVML_LIBRARY": ""}, "text")
     check(text and "GPU%" in text and "GPU W" in text and "196" in text,
           "text: the GPU columns")
+    check(text and "GPUs      card0 amdgpu 231.0 W: processes 196.4 W (85 % busy), "
+          "unattributed 13.9 W, idle 20.8 W\n" in text, "text: the GPUs' split")
 
 
 def test_nvml(script, what, extra=()):

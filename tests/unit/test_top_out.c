@@ -515,6 +515,9 @@ static void test_gpu_columns(void **state)
     char *j = capture(top_print_json, f, 0);
     assert_null(strstr(j, "gpu"));
     free(j);
+    j = capture(top_print_text, f, 0);
+    assert_null(strstr(j, "GPU"));
+    free(j);
     for (size_t i = 0; i < f->nprocs; i++)
         f->procs[i].gpu_busy_pct = f->procs[i].gpu_w = f->procs[i].gpu_j = NAN;
     for (size_t i = 0; i < f->ncgroups; i++)
@@ -546,6 +549,8 @@ static void test_gpu_columns(void **state)
     char *t = capture(top_print_text, f, 0);
     assert_non_null(strstr(t, "GPU%"));
     assert_non_null(strstr(t, "GPU W"));
+    assert_non_null(strstr(t, "GPUs      card0 amdgpu 231.0 W: processes 196.3 W (85 % busy), "
+                              "unattributed 13.9 W, idle 20.8 W\n"));
     free(t);
     struct top_col cols[TOP_MAX_COLS];
     assert_int_equal(top_view_cols(f, TOP_VIEW_PROCS, cols), 9);
