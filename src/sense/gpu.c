@@ -41,8 +41,25 @@ static long card_number(const char *name)
     return (long)v;
 }
 
+/* DRM drivers of display-only PCI functions: a server BMC's VGA (ast on
+ * ASPEED, mgag200 on Matrox G200e, hibmc on HiSilicon) and the emulated
+ * cards of hypervisors. They have no GPU to measure or to suspend. */
+static const char *const display_only[] = {
+    "ast", "mgag200",    "hibmc-drm", "bochs-drm",  "bochs",      "cirrus",    "cirrus-qemu",
+    "qxl", "virtio-pci", "vmwgfx",    "hyperv_drm", "hyperv-drm", "vboxvideo", "simple-framebuffer",
+};
+
+static bool is_display_only(const char *driver)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(display_only); i++)
+        if (streq(driver, display_only[i]))
+            return true;
+    return false;
+}
+
 /* A card's PCI address and driver; < 0 when it is not a PCI device with a
- * driver bound (a virtual card: vkms, simpledrm on a platform device). */
+ * GPU driver bound (a virtual card: vkms, simpledrm on a platform device;
+ * a BMC's VGA: display_only[]). */
 static int card_pci(struct host *h, const char *card, char pdev[GPU_PDEV_LEN], char *driver,
                     size_t dlen)
 {
@@ -59,6 +76,8 @@ static int card_pci(struct host *h, const char *card, char pdev[GPU_PDEV_LEN], c
     r = host_link_name(h, HOST_SYS, p, &drv);
     if (r < 0)
         return r;
+    if (is_display_only(drv))
+        return -ENODEV;
     snprintf(pdev, GPU_PDEV_LEN, "%s", bdf);
     for (char *c = pdev; *c; c++)
         *c = (char)tolower((unsigned char)*c);
@@ -215,16 +234,17 @@ static double read_dpm(struct host *h, struct sample *s, const char *path)
 }
 
 /* The hwmon channel that is the whole card: xe labels channel 1 "card" and
- * 2 "pkg" on discrete GPUs (xe_hwmon.c), integrated ones have only "pkg";
- * i915 and amdgpu have one channel, unlabelled or "PPT". */
+ * 2 "pkg" on discrete GPUs and shows only channel 2 ("pkg") on integrated
+ * ones (xe_hwmon.c); i915 and amdgpu have one channel, unlabelled or
+ * "PPT". */
 static unsigned energy_channel(struct host *h, const char *chip)
 {
     char p[96];
-    _cleanup_free_ char *l = NULL;
-    snprintf(p, sizeof(p), HWMON "/%s/energy2_label", chip);
-    if (host_read_str(h, HOST_SYS, p, &l) >= 0 && streq(l, "card"))
-        return 2;
-    return 1;
+    snprintf(p, sizeof(p), HWMON "/%s/energy1_input", chip);
+    if (host_exists(h, HOST_SYS, p))
+        return 1;
+    snprintf(p, sizeof(p), HWMON "/%s/energy2_input", chip);
+    return host_exists(h, HOST_SYS, p) ? 2 : 1;
 }
 
 /* OWN: read what the hwmon sampler did not (temperature, limits); without
@@ -232,7 +252,9 @@ static unsigned energy_channel(struct host *h, const char *chip)
 static void read_hwmon(struct host *h, struct sample *s, struct gpu_dev *g, bool own)
 {
     char p[96];
+    enum host_cache_mode m0 = host_cache_mode(h, HOST_CACHE_STATIC);
     unsigned ch = energy_channel(h, g->hwmon);
+    host_cache_mode(h, m0);
     const struct hwmon_sensor *e = hwmon_find(s->hwmon, g->hwmon, HWMON_ENERGY, ch);
     const struct hwmon_sensor *pw = hwmon_find(s->hwmon, g->hwmon, HWMON_POWER, ch);
     if (!own) {
@@ -319,7 +341,8 @@ static void read_card(struct host *h, struct sample *s, const char *card, struct
     }
     host_cache_mode(h, m);
     /* A runtime-suspended card is left asleep: reading amdgpu's sensors
-     * resumed it on older kernels (amdgpu_pm.c), costing what it saves.
+     * resumes it where amdgpu_pm.c calls pm_runtime_get_sync() (5.x
+     * kernels), costing what the suspend saves.
      * Only what the hwmon sampler read anyway is taken. */
     bool asleep = streq(g->rpm_status, "suspended");
     if (g->hwmon[0])

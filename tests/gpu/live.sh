@@ -179,15 +179,15 @@ fi
 
 # 3. the power-limit round trip, where helper "gpuknob" wrote it
 if [ -f "$HERE/limit_roundtrip.sh" ]; then
-    if bash "$HERE/limit_roundtrip.sh" "$WATT"; then
+    bash "$HERE/limit_roundtrip.sh" "$WATT" 2>&1 | sed 's/^/  limit_roundtrip: /' | tee "$TMP/limit.out"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" -eq 0 ]; then
         ok "limit_roundtrip.sh"
+    elif [ "$rc" -eq 77 ]; then
+        why=$(sed -n 's/^  limit_roundtrip: [Ss][Kk][Ii][Pp]:* *//p' "$TMP/limit.out" | tail -1)
+        echo "skip limit part: limit_roundtrip.sh: ${why:-skipped}"
     else
-        rc=$?
-        if [ $rc -eq 77 ]; then
-            echo "skip limit part: limit_roundtrip.sh skipped"
-        else
-            fail "limit_roundtrip.sh exited $rc"
-        fi
+        fail "limit_roundtrip.sh exited $rc"
     fi
 else
     echo "skip limit part: tests/gpu/limit_roundtrip.sh not in this tree"
