@@ -738,11 +738,29 @@ static void gpu_into_cgroups(struct top_frame *f, const struct top_gpu_out *o)
     }
 }
 
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
 static void build_gpu(struct build *B, bool cgmode)
 {
     struct top_gpu_out o;
-    top_gpu_collect(B->c->gpu, B->c->h, cgmode ? NULL : &B->tasks, B->a->gpu, B->b->gpu, B->secs,
-                    &o);
+    if (!B->b->gpu || !B->b->gpu->n) /* no GPU: nothing to read */
+        return;
+    /* the processes that ran in the window (and the DRM holders, which
+     * top_gpu keeps): an idle process costs no fd check */
+    int32_t *pids = xcalloc(B->ntd ? B->ntd : 1, sizeof(*pids));
+    size_t n = 0;
+    for (size_t i = 0; i < B->ntd; i++)
+        if (B->td[i].cpu_s > 0)
+            pids[n++] = B->td[i].t->pid;
+    qsort(pids, n, sizeof(*pids), cmp_i32);
+    struct top_gpu_active act = {.pids = pids, .n = n};
+    top_gpu_collect(B->c->gpu, B->c->h, cgmode ? NULL : &B->tasks, cgmode ? NULL : &act, B->a->gpu,
+                    B->b->gpu, B->secs, &o);
+    free(pids);
     if (!o.ngpus) {
         top_gpu_out_clear(&o);
         return;

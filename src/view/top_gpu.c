@@ -137,12 +137,33 @@ static void take_pid(struct gread *r, struct host *h, int32_t pid, const char *c
                                   .c = c};
 }
 
-static void read_all(struct host *h, const struct tasks_snapshot *tasks, struct gread *ret)
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static const struct gproc *find_gproc(const struct gread *r, int32_t pid);
+
+/* Whether to check PID: all without ACTIVE; else active in the window, or
+ * a DRM holder at the previous read. */
+static bool wanted(const struct top_gpu_active *active, const struct gread *prev, int32_t pid)
+{
+    if (!active)
+        return true;
+    if (active->n && bsearch(&pid, active->pids, active->n, sizeof(pid), cmp_i32))
+        return true;
+    return prev && find_gproc(prev, pid);
+}
+
+static void read_all(struct host *h, const struct tasks_snapshot *tasks,
+                     const struct top_gpu_active *active, const struct gread *prev,
+                     struct gread *ret)
 {
     *ret = (struct gread){0};
     if (tasks) {
         for (size_t i = 0; i < tasks->n; i++)
-            if (!tasks->t[i].kthread)
+            if (!tasks->t[i].kthread && wanted(active, prev, tasks->t[i].pid))
                 take_pid(ret, h, tasks->t[i].pid, tasks->t[i].cgroup, false);
         return;
     }
@@ -157,7 +178,7 @@ static void read_all(struct host *h, const struct tasks_snapshot *tasks, struct 
 void top_gpu_baseline(struct top_gpu_state *s, struct host *h, const struct tasks_snapshot *tasks)
 {
     gread_clear(&s->prev);
-    read_all(h, tasks, &s->prev);
+    read_all(h, tasks, NULL, NULL, &s->prev);
     s->have_prev = true;
 }
 
@@ -361,15 +382,15 @@ static char *make_note(const struct gpu_attrib_busy_stats *st, const struct grea
 }
 
 void top_gpu_collect(struct top_gpu_state *s, struct host *h, const struct tasks_snapshot *tasks,
-                     const struct gpu_sample *a, const struct gpu_sample *b, double secs,
-                     struct top_gpu_out *ret)
+                     const struct top_gpu_active *active, const struct gpu_sample *a,
+                     const struct gpu_sample *b, double secs, struct top_gpu_out *ret)
 {
     *ret = (struct top_gpu_out){0};
     if (!b || !b->n || !(secs > 0))
         return;
     double t0 = mono_us();
     struct gread cur;
-    read_all(h, tasks, &cur);
+    read_all(h, tasks, s->have_prev ? active : NULL, &s->prev, &cur);
     bool first = !s->have_prev;
     struct gpu_attrib_use *u = NULL;
     size_t n = 0;

@@ -47,11 +47,21 @@ struct top_gpu_out {
 /* Read the DRM clients now (the first window's start) without a frame. */
 void top_gpu_baseline(struct top_gpu_state *s, struct host *h, const struct tasks_snapshot *tasks);
 
+/* Which of TASKS to check this window: those that ran on a CPU in it
+ * (ascending pids ACTIVE[0..n)); those that held a DRM client at the
+ * previous read are checked anyway. A process that used no CPU in the
+ * window cannot have opened a DRM node or submitted work in it, so an
+ * idle process costs nothing (on a 5000-process server most are idle). */
+struct top_gpu_active {
+    const int32_t *pids;
+    size_t n;
+};
+
 /* The window from the previous read to now, between GPU samples A and B
  * (either may be NULL: no GPU, nothing read, *ret zeroed). TASKS: the
  * processes to check (NULL: every pid under /proc, cgroups read for the
- * DRM ones). */
+ * DRM ones); ACTIVE: NULL, all of them, else as above. */
 void top_gpu_collect(struct top_gpu_state *s, struct host *h, const struct tasks_snapshot *tasks,
-                     const struct gpu_sample *a, const struct gpu_sample *b, double secs,
-                     struct top_gpu_out *ret);
+                     const struct top_gpu_active *active, const struct gpu_sample *a,
+                     const struct gpu_sample *b, double secs, struct top_gpu_out *ret);
 void top_gpu_out_clear(struct top_gpu_out *o);

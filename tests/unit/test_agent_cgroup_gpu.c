@@ -49,7 +49,7 @@ static struct top_frame *frame(struct host *h, struct top_gpu_state *s)
     av[2].energy_j = 118 * UPTIME, bv[2].energy_j = 118 * UPTIME + 126;
     struct gpu_sample a = {.n = 3, .v = av}, b = {.n = 3, .v = bv};
     struct top_gpu_out o;
-    top_gpu_collect(s, h, NULL, &a, &b, 1.0, &o);
+    top_gpu_collect(s, h, NULL, NULL, &a, &b, 1.0, &o);
     struct top_frame *f = xcalloc(1, sizeof(*f));
     f->interval_s = 1;
     f->idle_w = NAN;

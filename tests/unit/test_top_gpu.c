@@ -115,7 +115,7 @@ static void test_fixture_window(void **state)
     struct top_gpu_state *s = top_gpu_state_new();
     top_gpu_baseline(s, h, NULL);
     struct top_gpu_out o;
-    top_gpu_collect(s, h, NULL, &a, &b, 1.0, &o);
+    top_gpu_collect(s, h, NULL, NULL, &a, &b, 1.0, &o);
     assert_int_equal(o.checked, 4);
     assert_int_equal(o.drm, 3); /* sshd holds no DRM fd: its fdinfo is never read */
     assert_int_equal(o.ngpus, 4);
@@ -166,7 +166,7 @@ static void test_fixture_window(void **state)
 
     /* no GPU: nothing read, nothing shown */
     struct gpu_sample none = {0};
-    top_gpu_collect(s, h, NULL, &none, &none, 1.0, &o);
+    top_gpu_collect(s, h, NULL, NULL, &none, &none, 1.0, &o);
     assert_int_equal(o.ngpus, 0);
     assert_int_equal(o.checked, 0);
     top_gpu_out_clear(&o);
@@ -186,11 +186,48 @@ static void test_first_window(void **state)
     samples(&a, &b, nv);
     struct top_gpu_state *s = top_gpu_state_new();
     struct top_gpu_out o;
-    top_gpu_collect(s, h, NULL, &a, &b, 1.0, &o);
+    top_gpu_collect(s, h, NULL, NULL, &a, &b, 1.0, &o);
     assert_int_equal(o.ngpus, 4);
     assert_true(o.gpus[0].procs_w == 0);
     assert_true(fabs(o.gpus[0].unattributed_w - 231 * 0.91) < 1e-9);
     assert_non_null(strstr(o.note, "from the next refresh"));
+    top_gpu_out_clear(&o);
+    top_gpu_state_free(s);
+    free(a.v);
+    free(b.v);
+    host_close(h);
+}
+
+/* Only the processes that ran in the window, and the DRM holders of the
+ * previous read, are checked: an idle process costs nothing. */
+static void test_active_only(void **state)
+{
+    (void)state;
+    struct host *h = open_gpu_fixture();
+    struct gpu_sample a, b;
+    struct gpu_proc nv[2];
+    samples(&a, &b, nv);
+    a.n = b.n = 3; /* no NVML GPU here */
+    struct task_info t[4] = {{.pid = 2001}, {.pid = 2002}, {.pid = 2003}, {.pid = 2004}};
+    struct tasks_snapshot all = {.n = 4, .t = t}, without_ffmpeg = {.n = 1, .t = t};
+    struct top_gpu_state *s = top_gpu_state_new();
+    /* the first read saw hip_train only (ffmpeg not yet started, say) */
+    top_gpu_baseline(s, h, &without_ffmpeg);
+    int32_t none[1];
+    struct top_gpu_active idle = {.pids = none, .n = 0};
+    struct top_gpu_out o;
+    top_gpu_collect(s, h, &all, &idle, &a, &b, 1.0, &o);
+    assert_int_equal(o.checked, 1); /* hip_train, a DRM holder; the rest idle */
+    assert_int_equal(o.nprocs, 1);
+    assert_int_equal(o.procs[0].pid, 2001);
+    top_gpu_out_clear(&o);
+    /* ffmpeg ran: checked, its client new (counted from the next window) */
+    int32_t ran[] = {2002};
+    struct top_gpu_active act = {.pids = ran, .n = 1};
+    top_gpu_collect(s, h, &all, &act, &a, &b, 1.0, &o);
+    assert_int_equal(o.checked, 2);
+    assert_int_equal(o.drm, 2);
+    assert_non_null(strstr(o.note, "opened in the window"));
     top_gpu_out_clear(&o);
     top_gpu_state_free(s);
     free(a.v);
@@ -204,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_drm_fds),
         cmocka_unit_test(test_fixture_window),
         cmocka_unit_test(test_first_window),
+        cmocka_unit_test(test_active_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
