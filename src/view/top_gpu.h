@@ -2,7 +2,8 @@
  * watts attributed to it (model/gpu_attrib.h), for the collector (top.c)
  * and so for the agent's per-cgroup GPU energy.
  *
- * Every refresh, for the processes of the /proc scan (or, in the agent's
+ * Every refresh, for the processes of the /proc scan that ran in the
+ * window or held a DRM client at the previous read (or, in the agent's
  * per-cgroup mode, every pid under /proc), the cheap check first: which
  * fds are DRM nodes (host/drm_fd.h: one listing and one readlink per fd);
  * only those fds' fdinfo is read and parsed (sense/gpu_fdinfo.h). The
