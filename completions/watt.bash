@@ -89,7 +89,7 @@ _watt()
             return
             ;;
         --sort)
-            COMPREPLY=($(compgen -W 'wakeups power cpu idle' -- "$cur"))
+            COMPREPLY=($(compgen -W 'wakeups power cpu idle gpu' -- "$cur"))
             return
             ;;
         --view)

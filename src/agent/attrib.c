@@ -90,12 +90,12 @@ static double wake_s(const struct top_frame *f)
     return f->wake_window_s > 0 ? f->wake_window_s : f->interval_s;
 }
 
-/* By energy, then (no power to split) by wake-ups. */
+/* By energy, CPU and GPU, then (no power to split) by wake-ups. */
 static int by_energy_desc(const void *x, const void *y)
 {
     const struct top_cgroup *p = *(const struct top_cgroup *const *)x;
     const struct top_cgroup *q = *(const struct top_cgroup *const *)y;
-    double a = nz(p->energy_j), b = nz(q->energy_j);
+    double a = nz(p->energy_j) + nz(p->gpu_j), b = nz(q->energy_j) + nz(q->gpu_j);
     if (a != b)
         return a < b ? 1 : -1;
     a = nz(p->wakeups_s), b = nz(q->wakeups_s);
@@ -131,7 +131,8 @@ static void fold_cgroups(struct agent_attrib *a, const struct top_frame *f)
     for (size_t i = 0; i < f->ncgroups; i++) {
         const struct top_cgroup *g = rank[i];
         struct agent_cgroup_series *s = member(a, g->path);
-        bool active = nz(g->energy_j) > 0 || (!isfinite(f->idle_w) && nz(g->wakeups_s) > 0);
+        bool active = nz(g->energy_j) > 0 || nz(g->gpu_j) > 0 || nz(g->gpu_busy_pct) > 0 ||
+                      (!isfinite(f->idle_w) && nz(g->wakeups_s) > 0);
         if (!s && a->n < a->top_n && active) {
             a->v = xrealloc(a->v, (a->n + 1) * sizeof(*a->v));
             s = &a->v[a->n++];
@@ -142,6 +143,8 @@ static void fold_cgroups(struct agent_attrib *a, const struct top_frame *f)
         s->energy_j += nz(g->energy_j);
         s->wakeups += nz(g->wakeups_s) * wake_s(f);
         s->power_w += nz(g->power_w);
+        s->gpu_j += nz(g->gpu_j);
+        s->gpu_busy_s += nz(g->gpu_busy_pct) / 100.0 * f->interval_s;
         s->idle_s = 0;
     }
     free(rank);
@@ -168,12 +171,34 @@ static void fold_cpus(struct agent_attrib *a, const struct top_frame *f)
     }
 }
 
+/* The GPUs' lines no cgroup owns; with the cgroups' GPU joules they add
+ * up to the GPUs' (those that state their watts). */
+static void fold_gpus(struct agent_attrib *a, const struct top_frame *f)
+{
+    if (!f->ngpus)
+        return;
+    a->have_gpu = true;
+    for (size_t i = 0; i < f->ngpus; i++) {
+        const struct top_gpu *g = &f->gpus[i];
+        if (!isfinite(g->watts))
+            continue;
+        a->gpu_j += g->watts * f->interval_s;
+        a->gpu_unattributed_j += nz(g->unattributed_w) * f->interval_s;
+        a->gpu_idle_j += nz(g->idle_w) * f->interval_s;
+    }
+}
+
 void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, const struct sample *b,
                          double secs)
 {
     struct top_frame *f;
     if (!prev || top_collector_frame_from(a->col, prev, b, secs, &f) < 0)
         return;
+    agent_attrib_fold(a, f);
+}
+
+void agent_attrib_fold(struct agent_attrib *a, struct top_frame *f)
+{
     a->frames++;
     a->traced = f->traced;
     free(a->why_not_traced);
@@ -192,6 +217,7 @@ void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, cons
     for (size_t i = 0; i < f->nsources; i++)
         a->kind_events[f->sources[i].kind] += nz(f->sources[i].events_s) * wake_s(f);
     fold_cgroups(a, f);
+    fold_gpus(a, f);
     fold_cpus(a, f);
     top_frame_sort(f, TOP_SORT_WAKEUPS);
     if (a->last)
@@ -219,6 +245,21 @@ static const struct fam f_cg_wakeups =
             "without tracepoints).");
 static const struct fam f_cg_power = GAUGE(
     "watt_cgroup_power_watts", "watts", "Power attributed to the cgroup over the last interval.");
+static const struct fam f_cg_gpu_energy =
+    COUNTER("watt_cgroup_gpu_joules_total", "joules",
+            "GPU energy attributed to the cgroup's processes (each GPU's watts by their share "
+            "of its engine time, docs/gpu-attribution.md); the top N cgroups, the rest in "
+            "cgroup=\"other\".");
+static const struct fam f_cg_gpu_busy =
+    COUNTER("watt_cgroup_gpu_busy_seconds_total", "seconds",
+            "GPU engine seconds of the cgroup's processes (DRM fdinfo engine time over each "
+            "class's engine count, summed over classes and GPUs; NVML SM share).");
+static const struct fam f_gpu_line_energy =
+    COUNTER("watt_gpu_attributed_joules_total", "joules",
+            "GPU energy no cgroup owns: line=\"unattributed\" (busy time the GPU states but no "
+            "visible process explains), \"idle\" (no engine busy). With "
+            "watt_cgroup_gpu_joules_total it adds up to the GPUs' energy (those that state "
+            "their watts).");
 static const struct fam f_line_energy =
     COUNTER("watt_attributed_energy_joules_total", "joules",
             "Node energy no cgroup owns: line=\"idle\" (the idle floor), \"kernel\" (irq and "
@@ -247,9 +288,26 @@ static void cg_series(struct mw *w, const struct fam *f, const struct agent_attr
     mw_fam(w, f);
     for (size_t i = 0; i <= a->n; i++) {
         const struct agent_cgroup_series *s = i < a->n ? &a->v[i] : &a->other;
+        const double v[] = {s->energy_j, s->wakeups, s->power_w, s->gpu_j, s->gpu_busy_s};
         mw_series(w);
         mw_label(w, "cgroup", s->path);
-        mw_value_double(w, which == 0 ? s->energy_j : which == 1 ? s->wakeups : s->power_w);
+        mw_value_double(w, v[which]);
+    }
+}
+
+static void render_gpu(struct mw *w, const struct agent_attrib *a)
+{
+    if (!a->have_gpu)
+        return;
+    cg_series(w, &f_cg_gpu_energy, a, 3);
+    cg_series(w, &f_cg_gpu_busy, a, 4);
+    static const char *const lines[] = {"unattributed", "idle"};
+    const double v[] = {a->gpu_unattributed_j, a->gpu_idle_j};
+    mw_fam(w, &f_gpu_line_energy);
+    for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
+        mw_series(w);
+        mw_label(w, "line", lines[i]);
+        mw_value_double(w, v[i]);
     }
 }
 
@@ -280,6 +338,7 @@ void agent_attrib_render(struct mw *w, const struct agent_attrib *a)
             mw_value_double(w, v[i]);
         }
     }
+    render_gpu(w, a);
     cg_series(w, &f_cg_wakeups, a, 1);
     mw_fam(w, &f_kind);
     for (int k = 0; k < _WAKE_KIND_MAX; k++) {

@@ -38,11 +38,13 @@ enum agent_wakeups_mode {
 };
 
 struct agent_cgroup_series {
-    char *path;      /* owned; "other" for the rest */
-    double energy_j; /* since the agent started (or the slot was given) */
-    double wakeups;  /* times its tasks were woken */
-    double power_w;  /* over the last interval */
-    double idle_s;   /* seconds since it last had activity */
+    char *path;        /* owned; "other" for the rest */
+    double energy_j;   /* since the agent started (or the slot was given) */
+    double wakeups;    /* times its tasks were woken */
+    double power_w;    /* over the last interval */
+    double idle_s;     /* seconds since it last had activity */
+    double gpu_j;      /* GPU energy attributed to its processes (model/gpu_attrib.h) */
+    double gpu_busy_s; /* GPU engine seconds of its processes */
 };
 
 struct agent_attrib {
@@ -52,7 +54,10 @@ struct agent_attrib {
     struct agent_cgroup_series *v; /* members, at most top_n */
     struct agent_cgroup_series other;
     double idle_j, kernel_j, unaccounted_j;
-    double kind_events[_WAKE_KIND_MAX]; /* wake-ups by kind since start */
+    bool have_gpu;                         /* a frame had a GPU */
+    double gpu_unattributed_j, gpu_idle_j; /* the GPUs' energy no cgroup owns */
+    double gpu_j;                          /* the GPUs' energy (where they state it) */
+    double kind_events[_WAKE_KIND_MAX];    /* wake-ups by kind since start */
     size_t ncpu;
     int *cpu;
     double *cpu_idle_wakeups; /* per CPU, since start (traced only) */
@@ -76,6 +81,9 @@ void agent_attrib_drain(struct agent_attrib *a);
 /* Fold the window ending at sample b (a: the previous sample). */
 void agent_attrib_update(struct agent_attrib *a, const struct sample *prev, const struct sample *b,
                          double secs);
+/* Fold one frame (owned from here on) into the counters: what
+ * agent_attrib_update() does with the collector's frame. */
+void agent_attrib_fold(struct agent_attrib *a, struct top_frame *f);
 /* The power model changed (the first sample showed a VM; SIGHUP). */
 void agent_attrib_set_model(struct agent_attrib *a, const struct power_model *m);
 /* The last window's frame, or NULL before the second sample. */

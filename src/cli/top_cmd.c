@@ -43,7 +43,7 @@ static void top_usage(FILE *f)
           "  --interval S    refresh every S seconds (default 2; --once: the window measured)\n"
           "  --once          measure one window, print it and exit (no terminal needed)\n"
           "  --json          with --once: one JSON document (docs/top.md)\n"
-          "  --sort KEY      wakeups (default), power, cpu or idle (idle wake-ups)\n"
+          "  --sort KEY      wakeups (default), power, cpu, idle (idle wake-ups) or gpu\n"
           "  --limit N       with --once: at most N processes, cgroups and sources (0: all)\n"
           "  --view VIEW     the TUI's first view: processes, cgroups, sources, cstates, devices\n"
           "  --wakeups MODE  auto (default: BPF counters, else the tracepoint ring, else\n"
@@ -53,7 +53,7 @@ static void top_usage(FILE *f)
           "  --config-dir D  where devices.conf is (default /etc/watt, or $WATT_CONFIG_DIR)\n"
           "  --root DIR      read a recorded tree instead of this machine (no tracing)\n"
           "\n"
-          "Keys in the TUI: 1-5 or Tab views, w/p/c/i sort, +/- interval, space refresh,\n"
+          "Keys in the TUI: 1-5 or Tab views, w/p/c/i/u sort, +/- interval, space refresh,\n"
           "h help, q quit. Tracing needs root (or CAP_PERFMON and tracefs access).\n"
           "Exit status: 0 done, 1 error, 2 usage. See docs/top.md.\n",
           f);
@@ -68,13 +68,13 @@ static int usage_error(const char *msg, const char *arg)
 
 static int parse_sort(const char *s, enum top_sort *ret)
 {
-    static const char *const names[] = {"wakeups", "power", "cpu", "idle"};
+    static const char *const names[] = {"wakeups", "power", "cpu", "idle", "gpu"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         if (streq(s, names[i])) {
             *ret = (enum top_sort)i;
             return 0;
         }
-    return usage_error("--sort wants wakeups, power, cpu or idle, not", s);
+    return usage_error("--sort wants wakeups, power, cpu, idle or gpu, not", s);
 }
 
 static int parse_view(const char *s, enum top_view *ret)

@@ -82,7 +82,7 @@ static void json_header(struct json *j, const struct top_frame *f)
     json_object_end(j);
 }
 
-static void json_proc(struct json *j, const struct top_proc *p)
+static void json_proc(struct json *j, const struct top_frame *f, const struct top_proc *p)
 {
     json_object_begin(j);
     json_kv_i64(j, "pid", p->pid);
@@ -97,10 +97,15 @@ static void json_proc(struct json *j, const struct top_proc *p)
     json_kv_double(j, "idle_wakeups_per_s", p->idle_wakeups_s);
     json_kv_double(j, "power_w", p->power_w);
     json_kv_double(j, "energy_j", p->energy_j);
+    if (f->ngpus) { /* only where a GPU exists: the frames without keep their shape */
+        json_kv_double(j, "gpu_busy_pct", p->gpu_busy_pct);
+        json_kv_double(j, "gpu_w", p->gpu_w);
+        json_kv_double(j, "gpu_energy_j", p->gpu_j);
+    }
     json_object_end(j);
 }
 
-static void json_cgroup(struct json *j, const struct top_cgroup *c)
+static void json_cgroup(struct json *j, const struct top_frame *f, const struct top_cgroup *c)
 {
     json_object_begin(j);
     json_kv_text(j, "path", c->path, 0);
@@ -110,6 +115,31 @@ static void json_cgroup(struct json *j, const struct top_cgroup *c)
     json_kv_double(j, "idle_wakeups_per_s", c->idle_wakeups_s);
     json_kv_double(j, "power_w", c->power_w);
     json_kv_double(j, "energy_j", c->energy_j);
+    if (f->ngpus) {
+        json_kv_double(j, "gpu_busy_pct", c->gpu_busy_pct);
+        json_kv_double(j, "gpu_w", c->gpu_w);
+        json_kv_double(j, "gpu_energy_j", c->gpu_j);
+    }
+    json_object_end(j);
+}
+
+/* A GPU's watts as split: its processes' + unattributed + idle = watts. */
+static void json_gpu(struct json *j, const struct top_gpu *g)
+{
+    json_object_begin(j);
+    json_kv_field(j, "id", g->id, sizeof(g->id));
+    json_kv_field(j, "pdev", g->pdev, sizeof(g->pdev));
+    json_kv_field(j, "driver", g->driver, sizeof(g->driver));
+    json_kv_field(j, "via", g->via, sizeof(g->via));
+    json_kv_double(j, "watts", g->watts);
+    json_kv_double(j, "util_pct", g->util_pct);
+    json_kv_u64(j, "processes", g->nprocs);
+    json_kv_double(j, "processes_busy_pct", g->procs_busy_pct);
+    json_kv_double(j, "processes_w", g->procs_w);
+    json_kv_double(j, "unattributed_w", g->unattributed_w);
+    json_kv_double(j, "idle_w", g->idle_w);
+    json_kv_bool(j, "normalised", g->normalised);
+    json_kv_bool(j, "equal_shares", g->equal_shares);
     json_object_end(j);
 }
 
@@ -197,12 +227,12 @@ static void json_lists(struct json *j, const struct top_frame *f, size_t limit)
     json_key(j, "processes");
     json_array_begin(j);
     for (size_t i = 0; i < limited(f->nprocs, limit); i++)
-        json_proc(j, &f->procs[i]);
+        json_proc(j, f, &f->procs[i]);
     json_array_end(j);
     json_key(j, "cgroups");
     json_array_begin(j);
     for (size_t i = 0; i < limited(f->ncgroups, limit); i++)
-        json_cgroup(j, &f->cgroups[i]);
+        json_cgroup(j, f, &f->cgroups[i]);
     json_array_end(j);
     json_key(j, "sources");
     json_array_begin(j);
@@ -238,6 +268,13 @@ void top_print_json(const struct top_frame *f, FILE *out, size_t limit)
     for (size_t i = 0; i < f->ndevices; i++)
         json_device(&j, &f->devices[i]);
     json_array_end(&j);
+    if (f->ngpus) {
+        json_key(&j, "gpus");
+        json_array_begin(&j);
+        for (size_t i = 0; i < f->ngpus; i++)
+            json_gpu(&j, &f->gpus[i]);
+        json_array_end(&j);
+    }
     json_key(&j, "notes");
     json_array_begin(&j);
     for (size_t i = 0; i < f->nnotes; i++) {
@@ -330,6 +367,35 @@ static void wrapped(struct strbuf *b, const char *text, const char *first, const
     text_wrap_free(lines, n);
 }
 
+static void text_w(char *buf, size_t size, double w)
+{
+    if (isfinite(w))
+        snprintf(buf, size, "%.1f W", w);
+    else
+        snprintf(buf, size, "-");
+}
+
+/* One line per GPU, only where there is one: its watts and their split
+ * (processes + unattributed + idle = watts; docs/gpu-attribution.md). */
+static void text_gpus(struct strbuf *b, const struct top_frame *f)
+{
+    for (size_t i = 0; i < f->ngpus; i++) {
+        const struct top_gpu *g = &f->gpus[i];
+        char w[32], p[32], u[32], idle[32];
+        text_w(w, sizeof(w), g->watts);
+        text_w(p, sizeof(p), g->procs_w);
+        text_w(u, sizeof(u), g->unattributed_w);
+        text_w(idle, sizeof(idle), g->idle_w);
+        _cleanup_free_ char *id = text_utf8_valid(g->id, strnlen(g->id, sizeof(g->id)));
+        _cleanup_free_ char *drv =
+            text_utf8_valid(g->driver, strnlen(g->driver, sizeof(g->driver)));
+        strbuf_appendf(b,
+                       "%-10s%s %s %s: processes %s (%.0f %% busy%s), unattributed %s, idle %s\n",
+                       i ? "" : "GPUs", id, drv, w, p, g->procs_busy_pct,
+                       g->equal_shares ? ", equal shares" : "", u, idle);
+    }
+}
+
 void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
 {
     struct strbuf b = {0};
@@ -342,6 +408,7 @@ void top_print_text(const struct top_frame *f, FILE *out, size_t limit)
         _cleanup_free_ char *pn = xstrndup(f->power_note, sizeof(f->power_note));
         wrapped(&b, pn, "          ", "          ");
     }
+    text_gpus(&b, f);
     text_section(&b, f, TOP_VIEW_PROCS, limit, "processes");
     text_section(&b, f, TOP_VIEW_CGROUPS, limit, "cgroups");
     text_section(&b, f, TOP_VIEW_SOURCES, limit, "sources");

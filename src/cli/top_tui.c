@@ -351,7 +351,7 @@ static const char *const help_text[] = {
     "watt top: who wakes the CPUs and what the node draws",
     "",
     "Tab, Shift-Tab, 1-5  switch views",
-    "w p c i              sort by wake-ups, power, CPU, idle wake-ups",
+    "w p c i u            sort by wake-ups, power, CPU, idle wake-ups, GPU",
     "+ -                  refresh interval up/down by 0.5 s (0.5 to 60 s)",
     "Space                refresh now",
     "Up Down PgUp PgDn    scroll; Home, End: first, last row",
@@ -554,7 +554,8 @@ static bool handle_key(struct tui *t, int ch, uint64_t now)
     } sorts[] = {{'w', TOP_SORT_WAKEUPS},
                  {'p', TOP_SORT_POWER},
                  {'c', TOP_SORT_CPU},
-                 {'i', TOP_SORT_IDLE_WAKEUPS}};
+                 {'i', TOP_SORT_IDLE_WAKEUPS},
+                 {'u', TOP_SORT_GPU}};
     if (ch == 'q' || ch == 'Q' || ch == KEY_F(10))
         return false;
     t->dirty = true;

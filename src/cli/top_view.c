@@ -74,7 +74,7 @@ const char *top_view_name(enum top_view v)
 
 const char *top_sort_title(enum top_sort s)
 {
-    static const char *const t[] = {"wake-ups", "power", "CPU", "idle wake-ups"};
+    static const char *const t[] = {"wake-ups", "power", "CPU", "idle wake-ups", "GPU"};
     return (unsigned)s < ARRAY_SIZE(t) ? t[s] : "?";
 }
 
@@ -147,6 +147,13 @@ static size_t grid_states(const struct top_frame *f)
     return n < max ? n : max;
 }
 
+/* GPU busy % and GPU watts on process and cgroup rows, only where the
+ * machine has a GPU. */
+static bool gpu_cols(const struct top_frame *f, enum top_view v)
+{
+    return f->ngpus && (v == TOP_VIEW_PROCS || v == TOP_VIEW_CGROUPS);
+}
+
 size_t top_view_cols(const struct top_frame *f, enum top_view v, struct top_col cols[TOP_MAX_COLS])
 {
     size_t n = 0;
@@ -154,6 +161,14 @@ size_t top_view_cols(const struct top_frame *f, enum top_view v, struct top_col 
         const char *h = c->head;
         cols[n] = (struct top_col){.width = c->width, .right = h[0] == '>', .flex = h[0] == '*'};
         snprintf(cols[n].head, sizeof(cols[n].head), "%s", h + (h[0] == '>' || h[0] == '*'));
+    }
+    if (gpu_cols(f, v)) { /* before the flex column, which stays last */
+        cols[n + 1] = cols[n - 1];
+        cols[n - 1] = (struct top_col){.width = 6, .right = true};
+        snprintf(cols[n - 1].head, sizeof(cols[n - 1].head), "GPU%%");
+        cols[n] = (struct top_col){.width = 7, .right = true};
+        snprintf(cols[n].head, sizeof(cols[n].head), "GPU W");
+        n += 2;
     }
     if (v == TOP_VIEW_CPUS)
         for (size_t s = 0; s < grid_states(f); s++, n++) {
@@ -208,7 +223,19 @@ static void proc_command(const struct top_proc *p, bool utf8, size_t flex, char 
     strbuf_free(&b);
 }
 
-static void row_proc(const struct top_proc *p, bool utf8, size_t flex, char cells[][TOP_CELL])
+/* The GPU cells at I and I + 1 where the frame has a GPU; the next cell. */
+static size_t gpu_cells(const struct top_frame *f, double busy_pct, double w,
+                        char cells[][TOP_CELL], size_t i)
+{
+    if (!f->ngpus)
+        return i;
+    fmt_num(CELL(i), busy_pct, 1);
+    fmt_watts(CELL(i + 1), w);
+    return i + 2;
+}
+
+static void row_proc(const struct top_frame *f, const struct top_proc *p, bool utf8, size_t flex,
+                     char cells[][TOP_CELL])
 {
     snprintf(CELL(0), "%d", (int)p->pid);
     fmt_rate(CELL(1), p->wakeups_s);
@@ -216,10 +243,12 @@ static void row_proc(const struct top_proc *p, bool utf8, size_t flex, char cell
     fmt_num(CELL(3), p->cpu_pct, 1);
     fmt_watts(CELL(4), p->power_w);
     snprintf(CELL(5), "%u", p->threads);
-    proc_command(p, utf8, flex, cells[6]);
+    size_t k = gpu_cells(f, p->gpu_busy_pct, p->gpu_w, cells, 6);
+    proc_command(p, utf8, flex, cells[k]);
 }
 
-static void row_cgroup(const struct top_cgroup *c, bool utf8, size_t flex, char cells[][TOP_CELL])
+static void row_cgroup(const struct top_frame *f, const struct top_cgroup *c, bool utf8,
+                       size_t flex, char cells[][TOP_CELL])
 {
     snprintf(CELL(0), "%zu", c->nprocs);
     fmt_rate(CELL(1), c->wakeups_s);
@@ -227,8 +256,9 @@ static void row_cgroup(const struct top_cgroup *c, bool utf8, size_t flex, char 
     fmt_num(CELL(3), c->cpu_pct, 1);
     fmt_watts(CELL(4), c->power_w);
     fmt_watts(CELL(5), c->energy_j);
+    size_t k = gpu_cells(f, c->gpu_busy_pct, c->gpu_w, cells, 6);
     const char *p = c->path ? c->path : "(unknown)";
-    text_printable(CELL(6), p, strlen(p), flex, utf8);
+    text_printable(CELL(k), p, strlen(p), flex, utf8);
 }
 
 static void row_source(const struct top_source *s, bool utf8, size_t flex, char cells[][TOP_CELL])
@@ -343,10 +373,10 @@ void top_view_row(const struct top_frame *f, enum top_view v, size_t row, bool u
         return;
     switch ((int)v) {
     case TOP_VIEW_PROCS:
-        row_proc(&f->procs[row], utf8, flex_cols, cells);
+        row_proc(f, &f->procs[row], utf8, flex_cols, cells);
         break;
     case TOP_VIEW_CGROUPS:
-        row_cgroup(&f->cgroups[row], utf8, flex_cols, cells);
+        row_cgroup(f, &f->cgroups[row], utf8, flex_cols, cells);
         break;
     case TOP_VIEW_SOURCES:
         row_source(&f->sources[row], utf8, flex_cols, cells);

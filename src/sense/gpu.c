@@ -442,7 +442,9 @@ static void nvml_fill(const struct gpu_reading *r, struct gpu_dev *g)
         g->procs = xcalloc(r->nprocs, sizeof(*g->procs));
         for (unsigned i = 0; i < r->nprocs; i++)
             g->procs[i] = (struct gpu_proc){
-                .pid = r->procs[i].pid, .used_bytes = r->procs[i].used_bytes, .sm_util_pct = NAN};
+                .pid = r->procs[i].pid,
+                .used_bytes = r->procs[i].used_bytes,
+                .sm_util_pct = r->procs[i].sm_util_pct}; /* NaN: no sample (gpu_nvml.h) */
         g->nprocs = r->nprocs;
     }
 }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ struct gpu_nvml {
     nvml_get_temperature_fn get_temp;
     nvml_get_processes_v3_fn get_procs;
     nvml_set_uint_fn set_limit; /* the one setter: only tune/knob_io.c calls it */
+    nvml_get_process_utilization_fn get_procutil;
+    unsigned long long last_seen[GPU_NVML_MAX_GPUS]; /* newest sample read, µs */
 };
 
 __attribute__((format(printf, 3, 4))) static void say(char *why, size_t why_len, const char *fmt,
@@ -68,6 +71,7 @@ static void load_symbols(struct gpu_nvml *n)
     SYM(n, get_temp, "nvmlDeviceGetTemperature");
     SYM(n, get_procs, "nvmlDeviceGetComputeRunningProcesses_v3");
     SYM(n, set_limit, "nvmlDeviceSetPowerManagementLimit");
+    SYM(n, get_procutil, "nvmlDeviceGetProcessUtilization");
 }
 
 static const char *missing_mandatory(const struct gpu_nvml *n)
@@ -163,6 +167,7 @@ static const char *const field_names[GPU_F_COUNT] = {
     [GPU_F_PSTATE] = "pstate",
     [GPU_F_TEMP] = "temp",
     [GPU_F_PROCS] = "procs",
+    [GPU_F_PROCUTIL] = "procutil",
 };
 
 const char *gpu_field_name(enum gpu_field f)
@@ -310,13 +315,83 @@ static void read_procs(const struct gpu_nvml *n, nvml_device_t d, struct gpu_rea
     g->nprocs = count;
     for (unsigned i = 0; i < count; i++) {
         g->procs[i].pid = info[i].pid;
+        g->procs[i].sm_util_pct = NAN;
         g->procs[i].used_bytes = info[i].used_gpu_memory == NVML_VALUE_NOT_AVAILABLE
                                      ? UINT64_MAX
                                      : info[i].used_gpu_memory;
     }
 }
 
-static void read_gpu(const struct gpu_nvml *n, unsigned index, struct gpu_reading *g)
+/* At most this many samples a read (NVML keeps a few seconds of them at
+ * its sample period of 1/6 s to 1 s, per process). */
+#define PROCUTIL_MAX_SAMPLES 1024
+
+/* Mean SM utilisation per process over the samples newer than the last
+ * read's newest, folded into procs[] (appended when not listed there). */
+static void fold_samples(struct gpu_reading *g, const nvml_process_utilization_sample_t *v,
+                         unsigned count)
+{
+    double sum[GPU_NVML_MAX_PROCS] = {0};
+    unsigned n[GPU_NVML_MAX_PROCS] = {0};
+    for (unsigned i = 0; i < count; i++) {
+        unsigned k = 0;
+        while (k < g->nprocs && g->procs[k].pid != v[i].pid)
+            k++;
+        if (k == g->nprocs) {
+            if (g->nprocs == GPU_NVML_MAX_PROCS)
+                continue;
+            g->procs[g->nprocs++] =
+                (struct gpu_process){.pid = v[i].pid, .used_bytes = UINT64_MAX, .sm_util_pct = NAN};
+        }
+        sum[k] += v[i].sm_util > 100 ? 100 : v[i].sm_util;
+        n[k]++;
+    }
+    for (unsigned k = 0; k < g->nprocs; k++)
+        if (n[k])
+            g->procs[k].sm_util_pct = sum[k] / n[k];
+}
+
+static void read_procutil(struct gpu_nvml *n, nvml_device_t d, unsigned index,
+                          struct gpu_reading *g)
+{
+    if (!n->get_procutil) {
+        missing(g, GPU_F_PROCUTIL);
+        return;
+    }
+    unsigned long long last = index < GPU_NVML_MAX_GPUS ? n->last_seen[index] : 0;
+    unsigned int count = 0;
+    nvml_return_t rc = n->get_procutil(d, NULL, &count, last);
+    if (rc == NVML_ERROR_NOT_FOUND) { /* no sample since the last read */
+        note(g, GPU_F_PROCUTIL, NVML_SUCCESS);
+        return;
+    }
+    if (rc != NVML_ERROR_INSUFFICIENT_SIZE && rc != NVML_SUCCESS) {
+        note(g, GPU_F_PROCUTIL, rc);
+        return;
+    }
+    count = count > PROCUTIL_MAX_SAMPLES ? PROCUTIL_MAX_SAMPLES : count;
+    nvml_process_utilization_sample_t *v = calloc(count ? count : 1, sizeof(*v));
+    if (!v) {
+        note(g, GPU_F_PROCUTIL, NVML_ERROR_MEMORY);
+        return;
+    }
+    rc = count ? n->get_procutil(d, v, &count, last) : NVML_SUCCESS;
+    if (rc == NVML_ERROR_NOT_FOUND)
+        rc = NVML_SUCCESS, count = 0;
+    if (!note(g, GPU_F_PROCUTIL, rc)) {
+        free(v);
+        return;
+    }
+    if (count > PROCUTIL_MAX_SAMPLES)
+        count = PROCUTIL_MAX_SAMPLES;
+    for (unsigned i = 0; i < count && index < GPU_NVML_MAX_GPUS; i++)
+        if (v[i].time_stamp > n->last_seen[index])
+            n->last_seen[index] = v[i].time_stamp;
+    fold_samples(g, v, count);
+    free(v);
+}
+
+static void read_gpu(struct gpu_nvml *n, unsigned index, struct gpu_reading *g)
 {
     memset(g, 0, sizeof(*g));
     g->index = index;
@@ -332,6 +407,7 @@ static void read_gpu(const struct gpu_nvml *n, unsigned index, struct gpu_readin
     read_power(n, d, g);
     read_activity(n, d, g);
     read_procs(n, d, g);
+    read_procutil(n, d, index, g);
 }
 
 int gpu_nvml_read(struct gpu_nvml *n, struct gpu_reading *gpus, size_t max, size_t *ret_n,

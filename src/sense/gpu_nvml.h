@@ -29,6 +29,7 @@ enum gpu_field {
     GPU_F_PSTATE,      /* nvmlDeviceGetPerformanceState */
     GPU_F_TEMP,        /* nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU) */
     GPU_F_PROCS,       /* nvmlDeviceGetComputeRunningProcesses_v3 */
+    GPU_F_PROCUTIL,    /* nvmlDeviceGetProcessUtilization */
     GPU_F_COUNT,
 };
 
@@ -43,6 +44,8 @@ enum gpu_field_state {
 struct gpu_process {
     uint32_t pid;
     uint64_t used_bytes; /* UINT64_MAX when NVML does not know */
+    double sm_util_pct;  /* mean SM utilisation of its samples since the previous
+                            read (nvmlDeviceGetProcessUtilization); NaN: none */
 };
 
 /* One GPU's readings; a value is meaningful only where state[] is OK. */
@@ -63,6 +66,8 @@ struct gpu_reading {
     uint32_t temp_c;                     /* °C */
     unsigned nprocs;
     bool procs_truncated; /* more than GPU_NVML_MAX_PROCS compute processes */
+    /* procs[] holds the compute processes, then those with utilisation
+     * samples but not in the compute list (graphics), as room allows */
     struct gpu_process procs[GPU_NVML_MAX_PROCS];
     enum gpu_field_state state[GPU_F_COUNT];
     int nvml_rc[GPU_F_COUNT]; /* NVML's return code for each field */
@@ -78,6 +83,8 @@ int gpu_nvml_open(struct gpu_nvml **ret_nvml, char *why, size_t why_len);
 void gpu_nvml_close(struct gpu_nvml *nvml);
 
 /* Every GPU NVML counts, up to max, with their readings: ret_gpus[0..*ret_n).
+ * Per-process utilisation covers the samples since the previous call (the
+ * first: all NVML keeps, a few seconds).
  * A GPU whose handle NVML cannot give is listed lost or with every field
  * in error. Returns -EIO (and why) only when the count itself fails. */
 int gpu_nvml_read(struct gpu_nvml *nvml, struct gpu_reading *gpus, size_t max, size_t *ret_n,

@@ -68,6 +68,17 @@ typedef struct {
 
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 
+/* nvmlProcessUtilizationSample_t, as nvmlDeviceGetProcessUtilization
+ * fills it: one sample of one process's share of the GPU's sample period */
+typedef struct {
+    unsigned int pid;
+    unsigned long long time_stamp; /* CPU timestamp, µs */
+    unsigned int sm_util;          /* % of the SMs' time */
+    unsigned int mem_util;         /* % of the frame buffer's time */
+    unsigned int enc_util;
+    unsigned int dec_util;
+} nvml_process_utilization_sample_t;
+
 /* nvmlClockType_t */
 enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
 /* nvmlTemperatureSensors_t */
@@ -93,5 +104,11 @@ typedef nvml_return_t (*nvml_get_utilization_fn)(nvml_device_t device, nvml_util
 typedef nvml_return_t (*nvml_get_clock_info_fn)(nvml_device_t device, int type, unsigned int *mhz);
 typedef nvml_return_t (*nvml_get_pstate_fn)(nvml_device_t device, int *pstate);
 typedef nvml_return_t (*nvml_get_temperature_fn)(nvml_device_t device, int sensor, unsigned int *c);
+/* samples NULL: *count says how many there are (NVML_ERROR_INSUFFICIENT_SIZE);
+ * NVML_ERROR_NOT_FOUND: none newer than last_seen (µs, 0: all it keeps) */
+typedef nvml_return_t (*nvml_get_process_utilization_fn)(nvml_device_t device,
+                                                         nvml_process_utilization_sample_t *samples,
+                                                         unsigned int *count,
+                                                         unsigned long long last_seen);
 typedef nvml_return_t (*nvml_get_processes_v3_fn)(nvml_device_t device, unsigned int *count,
                                                   nvml_process_info_t *infos);

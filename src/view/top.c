@@ -23,6 +23,7 @@
 #include "sense/procstat.h"
 #include "sense/tasks.h"
 #include "view/report_power.h"
+#include "view/top_gpu.h"
 #include "view/top_pkg.h"
 #include "view/window.h"
 
@@ -56,6 +57,7 @@ struct top_collector {
     struct diags open_diags; /* the first scan's problems, for the first frame */
     struct tid_slot *tidmap; /* TIDMAP_CAP slots, tid 0 = empty */
     size_t ntid;
+    struct top_gpu_state *gpu; /* the DRM clients' previous read (top_gpu.h) */
 };
 
 static uint32_t tid_hash(int32_t tid)
@@ -111,6 +113,7 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
     c->pol = o->devpolicy;
     c->nominal_s = o->interval_s;
     c->tidmap = xcalloc(TIDMAP_CAP, sizeof(*c->tidmap));
+    c->gpu = top_gpu_state_new();
     c->topts = (struct tasks_opts){.ctxsw = true, .cgroups = true, .cmdline = true};
     int r;
     if (!o->external_samples) {
@@ -162,6 +165,9 @@ int top_collector_open(struct host *h, const struct top_collector_opts *o,
         c->cgmode = true;
     else
         tasks_scan(h, &c->topts, NULL, &c->prev_tasks, &c->open_diags);
+    /* the first window's GPU engine counters, where the sample has a GPU */
+    if (c->prev && c->prev->gpu && c->prev->gpu->n)
+        top_gpu_baseline(c->gpu, h, c->cgmode ? NULL : &c->prev_tasks);
     if (c->tracer)
         wake_tracer_reset(c->tracer); /* the first window starts with the first sample */
     if (c->bpf)
@@ -184,6 +190,7 @@ void top_collector_close(struct top_collector *c)
     diags_free(&c->open_diags);
     if (c->sense)
         sense_close(c->sense);
+    top_gpu_state_free(c->gpu);
     free(c->tidmap);
     free(c);
 }
@@ -269,7 +276,13 @@ static struct top_proc *proc_row(struct top_frame *f, int32_t pid, size_t *cap)
         f->procs = xrealloc(f->procs, *cap * sizeof(*f->procs));
     }
     struct top_proc *p = &f->procs[f->nprocs++];
-    *p = (struct top_proc){.pid = pid, .idle_wakeups_s = NAN, .power_w = NAN, .energy_j = NAN};
+    *p = (struct top_proc){.pid = pid,
+                           .idle_wakeups_s = NAN,
+                           .power_w = NAN,
+                           .energy_j = NAN,
+                           .gpu_busy_pct = NAN,
+                           .gpu_w = NAN,
+                           .gpu_j = NAN};
     return p;
 }
 
@@ -578,7 +591,10 @@ static void build_cgroups(struct top_frame *f)
             *g = (struct top_cgroup){.path = xstrdup(path),
                                      .idle_wakeups_s = isnan(p->idle_wakeups_s) ? NAN : 0,
                                      .power_w = isnan(p->power_w) ? NAN : 0,
-                                     .energy_j = isnan(p->energy_j) ? NAN : 0};
+                                     .energy_j = isnan(p->energy_j) ? NAN : 0,
+                                     .gpu_busy_pct = NAN,
+                                     .gpu_w = NAN,
+                                     .gpu_j = NAN};
             qsort(f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup_path);
             g = bsearch(&key, f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup_path);
         }
@@ -590,6 +606,12 @@ static void build_cgroups(struct top_frame *f)
         if (!isnan(p->power_w)) {
             g->power_w += p->power_w;
             g->energy_j += p->energy_j;
+        }
+        if (!isnan(p->gpu_busy_pct))
+            g->gpu_busy_pct = (isnan(g->gpu_busy_pct) ? 0 : g->gpu_busy_pct) + p->gpu_busy_pct;
+        if (!isnan(p->gpu_w)) {
+            g->gpu_w = (isnan(g->gpu_w) ? 0 : g->gpu_w) + p->gpu_w;
+            g->gpu_j = (isnan(g->gpu_j) ? 0 : g->gpu_j) + p->gpu_j;
         }
     }
 }
@@ -641,6 +663,9 @@ static void build_cgroups_cpustat(struct build *B, const struct cgroup_cpu_snaps
             .idle_wakeups_s = iw[i],
             .power_w = NAN,
             .energy_j = NAN,
+            .gpu_busy_pct = NAN,
+            .gpu_w = NAN,
+            .gpu_j = NAN,
         };
     }
     double *w = xcalloc(f->ncgroups + 1, sizeof(*w)), *j = xcalloc(f->ncgroups + 1, sizeof(*j));
@@ -660,6 +685,98 @@ static void build_cgroups_cpustat(struct build *B, const struct cgroup_cpu_snaps
     free(row);
     free(w);
     free(j);
+}
+
+/* GPU rows and columns (top_gpu.h): each process's engine time and GPU
+ * watts; a process busy on a GPU but not on a CPU gets a row too. */
+static void gpu_into_procs(struct build *B, const struct top_gpu_out *o)
+{
+    struct top_frame *f = B->f;
+    size_t cap = f->nprocs, nsorted = f->nprocs;
+    for (size_t i = 0; i < o->nprocs; i++) {
+        const struct top_gpu_proc *g = &o->procs[i];
+        struct top_proc *p = find_proc_in(f, nsorted, g->pid);
+        if (!p) {
+            p = proc_row(f, g->pid, &cap);
+            const struct task_info *t = tasks_find(&B->tasks, g->pid);
+            if (t) {
+                copy_comm(p->comm, sizeof(p->comm), t->comm, strlen(t->comm));
+                p->cmdline = t->cmdline ? xstrdup(t->cmdline) : NULL;
+                p->threads = t->nthreads;
+            }
+            p->cgroup = g->cgroup ? xstrdup(g->cgroup) : NULL;
+            if (B->w.traced)
+                p->idle_wakeups_s = 0;
+        }
+        p->gpu_busy_pct = g->busy_pct;
+        p->gpu_w = g->w;
+        p->gpu_j = g->j;
+    }
+    if (f->nprocs != nsorted)
+        sort_procs(f);
+}
+
+/* The agent's per-cgroup mode: the GPU cgroups merged into the cpu.stat
+ * ones by path. */
+static void gpu_into_cgroups(struct top_frame *f, const struct top_gpu_out *o)
+{
+    for (size_t i = 0; i < o->ncgroups; i++) {
+        const struct top_cgroup *src = &o->cgroups[i];
+        struct top_cgroup *g = f->ncgroups ? bsearch(src, f->cgroups, f->ncgroups,
+                                                     sizeof(*f->cgroups), cmp_cgroup_path)
+                                           : NULL;
+        if (!g) {
+            f->cgroups = xrealloc(f->cgroups, (f->ncgroups + 1) * sizeof(*f->cgroups));
+            f->cgroups[f->ncgroups++] = (struct top_cgroup){
+                .path = xstrdup(src->path), .nprocs = src->nprocs, .power_w = NAN, .energy_j = NAN};
+            qsort(f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup_path);
+            g = bsearch(src, f->cgroups, f->ncgroups, sizeof(*f->cgroups), cmp_cgroup_path);
+        }
+        g->gpu_busy_pct = src->gpu_busy_pct;
+        g->gpu_w = src->gpu_w;
+        g->gpu_j = src->gpu_j;
+    }
+}
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static void build_gpu(struct build *B, bool cgmode)
+{
+    struct top_gpu_out o;
+    if (!B->b->gpu || !B->b->gpu->n) /* no GPU: nothing to read */
+        return;
+    /* the processes that ran in the window (and the DRM holders, which
+     * top_gpu keeps): an idle process costs no fd check */
+    int32_t *pids = xcalloc(B->ntd ? B->ntd : 1, sizeof(*pids));
+    size_t n = 0;
+    for (size_t i = 0; i < B->ntd; i++)
+        if (B->td[i].cpu_s > 0)
+            pids[n++] = B->td[i].t->pid;
+    qsort(pids, n, sizeof(*pids), cmp_i32);
+    struct top_gpu_active act = {.pids = pids, .n = n};
+    top_gpu_collect(B->c->gpu, B->c->h, cgmode ? NULL : &B->tasks, cgmode ? NULL : &act, B->a->gpu,
+                    B->b->gpu, B->secs, &o);
+    free(pids);
+    if (!o.ngpus) {
+        top_gpu_out_clear(&o);
+        return;
+    }
+    B->f->gpus = o.gpus;
+    B->f->ngpus = o.ngpus;
+    o.gpus = NULL;
+    if (o.note) {
+        note(B->f, o.note);
+        o.note = NULL;
+    }
+    if (cgmode)
+        gpu_into_cgroups(B->f, &o);
+    else
+        gpu_into_procs(B, &o);
+    top_gpu_out_clear(&o);
 }
 
 static void cpu_states(const struct build *B, int cpu, struct top_cpu *row)
@@ -863,6 +980,7 @@ static int frame_cgmode(struct build *B)
     frame_header(B);
     build_sources(B);
     build_cgroups_cpustat(B, &cur);
+    build_gpu(B, true);
     build_cpus(B);
     build_pkgs(B);
     build_notes(B); /* no device rows: the agent has its own device metrics */
@@ -910,6 +1028,7 @@ int top_collector_frame_from(struct top_collector *c, const struct sample *a,
                           "from /proc context switches from the next refresh on"));
     }
     build_sources(&B);
+    build_gpu(&B, false);
     build_power(&B);
     build_cgroups(B.f);
     build_cpus(&B);

@@ -23,12 +23,32 @@ struct top_proc {
     double idle_wakeups_s; /* CPU idle exits blamed on it per second; NaN: not traced */
     double power_w;        /* attributed power; NaN when no attribution */
     double energy_j;       /* power_w * interval */
+    /* GPUs (top_gpu.c, model/gpu_attrib.h): engine seconds per second of
+     * window over all GPUs (1 = one GPU's engines busy the whole window),
+     * and the GPU watts attributed to it; NaN when it used no GPU in the
+     * window, or gpu_w when no GPU it used states its watts */
+    double gpu_busy_pct;
+    double gpu_w, gpu_j;
 };
 
 struct top_cgroup {
     char *path; /* owned */
     size_t nprocs;
     double cpu_pct, wakeups_s, idle_wakeups_s, power_w, energy_j;
+    double gpu_busy_pct, gpu_w, gpu_j; /* its processes' sums; NaN as for a process */
+};
+
+/* One GPU's power as split over its processes (model/gpu_attrib.h): the
+ * processes' lines + unattributed_w + idle_w = watts. */
+struct top_gpu {
+    char id[24], pdev[16], driver[24], via[8];
+    double watts;                           /* over the window; NaN unknown */
+    double util_pct;                        /* the GPU's own utilisation; NaN unknown */
+    double procs_busy_pct;                  /* Σ its processes' engine time, % of the window */
+    double procs_w, unattributed_w, idle_w; /* NaN when watts is */
+    size_t nprocs;
+    bool normalised;   /* processes' busy time above the window: shares scaled */
+    bool equal_shares; /* NVML without per-process utilisation: shared equally */
 };
 
 /* IRQs, timers, hrtimers and work items (and "other"). */
@@ -129,13 +149,21 @@ struct top_frame {
     struct top_pkg *pkgs; /* owned; by package id */
     size_t ndevices;
     struct top_device *devices;
+    size_t ngpus;
+    struct top_gpu *gpus; /* owned; none: no GPU columns anywhere */
     size_t nnotes;
     char **notes; /* owned: what could not be measured, and why */
 };
 
 void top_frame_free(struct top_frame *f);
 
-enum top_sort { TOP_SORT_WAKEUPS, TOP_SORT_POWER, TOP_SORT_CPU, TOP_SORT_IDLE_WAKEUPS };
+enum top_sort {
+    TOP_SORT_WAKEUPS,
+    TOP_SORT_POWER,
+    TOP_SORT_CPU,
+    TOP_SORT_IDLE_WAKEUPS,
+    TOP_SORT_GPU, /* GPU watts, then GPU busy % */
+};
 enum top_view {
     TOP_VIEW_PROCS,
     TOP_VIEW_CGROUPS,

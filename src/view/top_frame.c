@@ -40,6 +40,7 @@ void top_frame_free(struct top_frame *f)
         free(d->why);
     }
     free(f->devices);
+    free(f->gpus);
     for (size_t i = 0; i < f->nnotes; i++)
         free(f->notes[i]);
     free(f->notes);
@@ -94,6 +95,8 @@ static double proc_key(const struct top_proc *p, enum top_sort s)
         return p->cpu_pct;
     case TOP_SORT_IDLE_WAKEUPS:
         return p->idle_wakeups_s;
+    case TOP_SORT_GPU:
+        return p->gpu_w;
     default:
         return p->wakeups_s;
     }
@@ -104,6 +107,8 @@ static int cmp_proc(const void *a, const void *b, enum top_sort s)
 {
     const struct top_proc *x = a, *y = b;
     int r = cmp_desc(proc_key(x, s), proc_key(y, s));
+    if (!r && s == TOP_SORT_GPU) /* a GPU without watts: by its busy time */
+        r = cmp_desc(x->gpu_busy_pct, y->gpu_busy_pct);
     if (!r)
         r = cmp_desc(x->wakeups_s, y->wakeups_s);
     if (!r)
@@ -120,6 +125,8 @@ static double cgroup_key(const struct top_cgroup *c, enum top_sort s)
         return c->cpu_pct;
     case TOP_SORT_IDLE_WAKEUPS:
         return c->idle_wakeups_s;
+    case TOP_SORT_GPU:
+        return c->gpu_w;
     default:
         return c->wakeups_s;
     }
@@ -129,6 +136,8 @@ static int cmp_cgroup(const void *a, const void *b, enum top_sort s)
 {
     const struct top_cgroup *x = a, *y = b;
     int r = cmp_desc(cgroup_key(x, s), cgroup_key(y, s));
+    if (!r && s == TOP_SORT_GPU)
+        r = cmp_desc(x->gpu_busy_pct, y->gpu_busy_pct);
     if (!r)
         r = cmp_desc(x->wakeups_s, y->wakeups_s);
     if (!r)

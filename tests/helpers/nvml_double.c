@@ -19,6 +19,11 @@
  *   procs PID:BYTES,PID:BYTES or "-" (none),
  *   set_limit (error only: what nvmlDeviceSetPowerManagementLimit answers
  *   instead of setting)
+ *   procutil PID:SM,PID:SM... or "-": nvmlDeviceGetProcessUtilization's
+ *     samples for one read (a PID may repeat: several samples), each
+ *     stamped after the caller's lastSeenTimeStamp; "-" answers NOT_FOUND
+ *     (no sample since). The size query (NULL buffer) does not take a
+ *     token, the read that fills does.
  * name and uuid take the rest of the line as one value. A field with no
  * line answers NOT_SUPPORTED.
  *
@@ -57,11 +62,12 @@ enum {
     F_TEMP,
     F_PROCS,
     F_SET_LIMIT,
+    F_PROCUTIL,
     F_COUNT
 };
 static const char *const fields[F_COUNT] = {
     "handle", "name",     "uuid",      "bus",    "power", "energy", "limit",     "limit_range",
-    "util",   "clock_sm", "clock_mem", "pstate", "temp",  "procs",  "set_limit",
+    "util",   "clock_sm", "clock_mem", "pstate", "temp",  "procs",  "set_limit", "procutil",
 };
 
 struct script_field {
@@ -472,4 +478,60 @@ EXPORT nvml_return_t nvmlDeviceSetPowerManagementLimit(nvml_device_t d, unsigned
     sf->ntok = 1;
     sf->calls = 0;
     return save_state() == 0 ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+}
+
+/* The samples of this call's procutil token, without taking it. */
+static nvml_return_t procutil_samples(nvml_device_t d, nvml_process_utilization_sample_t *got,
+                                      unsigned *k, unsigned long long last)
+{
+    struct script_field *sf = &d->f[F_PROCUTIL];
+    if (sf->ntok == 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    const char *t = sf->tok[sf->calls < sf->ntok ? sf->calls : sf->ntok - 1];
+    int err = parse_error(t);
+    if (err)
+        return err;
+    if (strcmp(t, "-") == 0)
+        return NVML_ERROR_NOT_FOUND;
+    char buf[TOKEN_LEN];
+    snprintf(buf, sizeof(buf), "%s", t);
+    char *save = NULL;
+    *k = 0;
+    for (char *p = strtok_r(buf, ",", &save); p && *k < 64; p = strtok_r(NULL, ",", &save)) {
+        unsigned pid = 0, sm = 0;
+        if (sscanf(p, "%u:%u", &pid, &sm) != 2)
+            return NVML_ERROR_UNKNOWN;
+        got[*k] = (nvml_process_utilization_sample_t){
+            .pid = pid, .time_stamp = last + 1 + *k, .sm_util = sm};
+        (*k)++;
+    }
+    return NVML_SUCCESS;
+}
+
+EXPORT nvml_return_t nvmlDeviceGetProcessUtilization(nvml_device_t d,
+                                                     nvml_process_utilization_sample_t *v,
+                                                     unsigned int *n, unsigned long long last);
+EXPORT nvml_return_t nvmlDeviceGetProcessUtilization(nvml_device_t d,
+                                                     nvml_process_utilization_sample_t *v,
+                                                     unsigned int *n, unsigned long long last)
+{
+    nvml_process_utilization_sample_t got[64];
+    unsigned k = 0;
+    nvml_return_t rc = procutil_samples(d, got, &k, last);
+    if (!v) { /* the size query; no read follows an error, so it takes the token */
+        if (rc != NVML_SUCCESS)
+            d->f[F_PROCUTIL].calls++;
+        *n = rc == NVML_SUCCESS ? k : 0;
+        return rc == NVML_SUCCESS ? NVML_ERROR_INSUFFICIENT_SIZE : rc;
+    }
+    d->f[F_PROCUTIL].calls++;
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (k > *n) {
+        *n = k;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    memcpy(v, got, k * sizeof(got[0]));
+    *n = k;
+    return NVML_SUCCESS;
 }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,7 @@ static void done_script(void)
     "pstate 0 0\n"                                      \
     "temp 0 31 58\n"                                    \
     "procs 0 - 4242:8589934592,4243:1048576\n"          \
+    "procutil 0 - 4242:40,4242:60,4244:10\n"            \
     "name 1 NVIDIA H200\n"                              \
     "uuid 1 GPU-99999999-0000-1111-2222-333344445555\n" \
     "bus 1 00000000:3B:00.0\n"                          \
@@ -62,7 +64,8 @@ static void done_script(void)
     "clock_mem 1 3201\n"                                \
     "pstate 1 0\n"                                      \
     "temp 1 29\n"                                       \
-    "procs 1 -\n"
+    "procs 1 -\n"                                       \
+    "procutil 1 -\n"
 
 static void test_no_library(void **state)
 {
@@ -138,10 +141,20 @@ static void test_two_gpus(void **state)
     assert_int_equal(g[0].util_mem_pct, 41);
     assert_int_equal(g[0].sm_mhz, 1980);
     assert_int_equal(g[0].temp_c, 58);
-    assert_int_equal(g[0].nprocs, 2);
+    /* the two compute processes, then 4244 with samples only (graphics) */
+    assert_int_equal(g[0].nprocs, 3);
     assert_int_equal(g[0].procs[0].pid, 4242);
     assert_int_equal(g[0].procs[0].used_bytes, 8589934592ULL);
     assert_int_equal(g[0].procs[1].pid, 4243);
+    /* per-process utilisation: the mean of each process's samples */
+    assert_int_equal(g[0].state[GPU_F_PROCUTIL], GPU_FIELD_OK);
+    assert_true(g[0].procs[0].sm_util_pct == 50);
+    assert_true(isnan(g[0].procs[1].sm_util_pct)); /* no sample: unknown, not 0 */
+    assert_int_equal(g[0].procs[2].pid, 4244);
+    assert_true(g[0].procs[2].used_bytes == UINT64_MAX);
+    assert_true(g[0].procs[2].sm_util_pct == 10);
+    assert_int_equal(g[1].state[GPU_F_PROCUTIL], GPU_FIELD_OK); /* none since: NOT_FOUND */
+    assert_int_equal(g[1].nprocs, 0);
     assert_int_equal(g[1].power_mw, 98000); /* the last token repeats */
 
     /* max smaller than the count: the first max GPUs */
@@ -292,6 +305,9 @@ static void test_names(void **state)
     assert_int_equal(sizeof(nvml_pci_info_t), 16 + 5 * 4 + 32);
     assert_int_equal(sizeof(nvml_process_info_t), 24);
     assert_int_equal(offsetof(nvml_process_info_t, used_gpu_memory), 8);
+    assert_int_equal(sizeof(nvml_process_utilization_sample_t), 32);
+    assert_int_equal(offsetof(nvml_process_utilization_sample_t, sm_util), 16);
+    assert_string_equal(gpu_field_name(GPU_F_PROCUTIL), "procutil");
 }
 
 int main(void)

@@ -507,6 +507,72 @@ static void test_text_long_note(void **state)
     top_frame_free(f);
 }
 
+/* With a GPU: GPU% and GPU W before the command, gpu_ keys and gpus[] in
+ * the JSON; without one (every other test's frame) none of them. */
+static void test_gpu_columns(void **state)
+{
+    struct top_frame *f = frame_new();
+    char *j = capture(top_print_json, f, 0);
+    assert_null(strstr(j, "gpu"));
+    free(j);
+    j = capture(top_print_text, f, 0);
+    assert_null(strstr(j, "GPU"));
+    free(j);
+    for (size_t i = 0; i < f->nprocs; i++)
+        f->procs[i].gpu_busy_pct = f->procs[i].gpu_w = f->procs[i].gpu_j = NAN;
+    for (size_t i = 0; i < f->ncgroups; i++)
+        f->cgroups[i].gpu_busy_pct = f->cgroups[i].gpu_w = f->cgroups[i].gpu_j = NAN;
+    f->procs[0].gpu_busy_pct = 85;
+    f->procs[0].gpu_w = 196.35;
+    f->procs[0].gpu_j = 392.7;
+    f->ngpus = 1;
+    f->gpus = xcalloc(1, sizeof(*f->gpus));
+    f->gpus[0] = (struct top_gpu){.id = "card0",
+                                  .pdev = "0000:03:00.0",
+                                  .driver = "amdgpu",
+                                  .via = "sysfs",
+                                  .watts = 231,
+                                  .util_pct = 91,
+                                  .procs_busy_pct = 85,
+                                  .procs_w = 196.35,
+                                  .unattributed_w = 13.86,
+                                  .idle_w = 20.79,
+                                  .nprocs = 1};
+    top_frame_sort(f, TOP_SORT_WAKEUPS);
+    j = capture(top_print_json, f, 0);
+    assert_non_null(strstr(j, "\"gpu_busy_pct\": 85"));
+    assert_non_null(strstr(j, "\"gpu_w\": null"));
+    assert_non_null(strstr(j, "\"unattributed_w\": 13.86"));
+    assert_null(strstr(j, "nan"));
+    assert_int_equal(count(j, "\"gpu_energy_j\""), f->nprocs + f->ncgroups);
+    free(j);
+    char *t = capture(top_print_text, f, 0);
+    assert_non_null(strstr(t, "GPU%"));
+    assert_non_null(strstr(t, "GPU W"));
+    assert_non_null(strstr(t, "GPUs      card0 amdgpu 231.0 W: processes 196.3 W (85 % busy), "
+                              "unattributed 13.9 W, idle 20.8 W\n"));
+    free(t);
+    struct top_col cols[TOP_MAX_COLS];
+    assert_int_equal(top_view_cols(f, TOP_VIEW_PROCS, cols), 9);
+    assert_string_equal(cols[6].head, "GPU%");
+    assert_string_equal(cols[7].head, "GPU W");
+    assert_true(cols[8].flex);
+    char(*cells)[TOP_CELL] = xmalloc(TOP_MAX_COLS * TOP_CELL);
+    for (size_t r = 0; r < f->nprocs; r++) {
+        top_view_row(f, TOP_VIEW_PROCS, r, false, 20, cells);
+        if (!isnan(f->procs[r].gpu_busy_pct)) {
+            assert_string_equal(cells[6], "85.0");
+        } else {
+            assert_string_equal(cells[6], "-");
+        }
+        assert_true(cells[8][0] != '\0'); /* the command moved right */
+    }
+    assert_int_equal(top_view_cols(f, TOP_VIEW_CGROUPS, cols), 9);
+    assert_int_equal(top_view_cols(f, TOP_VIEW_SOURCES, cols), 5); /* untouched */
+    free(cells);
+    top_frame_free(f);
+}
+
 static void test_view_rows(void **state)
 {
     struct top_frame *f = frame_new();
@@ -544,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_text_long_note),
         cmocka_unit_test(test_view_rows),
+        cmocka_unit_test(test_gpu_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
