@@ -29,3 +29,7 @@ int cli_open_host(const char *root, struct host **ret);
  * the verb. */
 struct power_model;
 int cli_load_model(const char *verb, const char *name, bool vm, double pue, struct power_model *m);
+/* The agent's fitted model under the root (cli/fitted.c): -ENOENT when
+ * there is none yet; every error with *ret_err one sentence naming the
+ * file (and line). */
+int cli_load_fitted(struct host *h, struct power_model *ret, char **ret_err);
