@@ -206,9 +206,9 @@ static void fitted_text(const struct power_summary *ps, struct strbuf *out)
         strbuf_appendf(out,
                        "  the fitted model would estimate %.1f W (RMSE %.1f W over %u samples)\n",
                        ps->fitted_w, f->rmse_w, f->n);
-    _cleanup_free_ char *r2 = isnan(f->r2) ? xstrdup("-") : xasprintf("%.3f", f->r2);
+    _cleanup_free_ char *r2 = isnan(f->r2) ? xstrdup("") : xasprintf(", R² %.3f", f->r2);
     _cleanup_free_ char *line =
-        xasprintf("fit (%s): RMSE %.1f W, mean absolute error %.1f %%, R² %s, %u samples over "
+        xasprintf("fit (%s): RMSE %.1f W, mean absolute error %.1f %%%s, %u samples over "
                   "%.2f..%.2f busy CPUs%s%s",
                   ps->fitted.source, f->rmse_w, f->mape_pct, r2, f->n, f->busy_min, f->busy_max,
                   f->time[0] ? ", fitted " : "", f->time);

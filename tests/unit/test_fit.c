@@ -12,8 +12,13 @@
 
 #include <cmocka.h>
 
+#include "host/host.h"
 #include "model/fit.h"
+#include "model/fit_store.h"
 #include "model/model.h"
+#include "sense/cpuidle.h"
+#include "sense/sampler.h"
+#include "tree.h"
 
 /* A reproducible uniform in [0, 1) (no libc rand state: the same points
  * on every libc). */
@@ -152,12 +157,116 @@ static void test_refused(void **state)
     expect_refused(p, 64, "active_per_core_w came out");
 }
 
+#define CPU "sys/devices/system/cpu/"
+
+/* Two CPUs under haltpoll (this VM's driver): POLL and C1. One second
+ * later (watt-faults): cpu0 spent 250 ms in POLL, cpu1 100 ms; cpu1's
+ * C1 moved too, which is not busy. */
+static struct sample *take(struct host *h)
+{
+    struct sample *s = calloc(1, sizeof(*s));
+    assert_int_equal(topology_read(h, &s->topo, &s->diags), 0);
+    assert_int_equal(cpuidle_sampler.collect(h, NULL, s), 0);
+    return s;
+}
+
+static void test_poll_busy(void **state)
+{
+    (void)state;
+    char *root = tree_new();
+    tree_write(root, CPU "possible", "0-1\n");
+    tree_write(root, CPU "online", "0-1\n");
+    tree_write(root, CPU "cpuidle/current_driver", "haltpoll\n");
+    tree_write(root, CPU "cpuidle/current_governor_ro", "haltpoll\n");
+    static const char *names[] = {"POLL", "C1"};
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 2; k++) {
+            char d[160];
+#define W(f, ...)                                                 \
+    snprintf(d, sizeof(d), CPU "cpu%d/cpuidle/state%d/" f, c, k); \
+    tree_write(root, d, __VA_ARGS__)
+            W("name", "%s\n", names[k]);
+            W("desc", "%s\n", k ? "ACPI HLT" : "CPUIDLE CORE POLL IDLE");
+            W("latency", "%d\n", k);
+            W("residency", "%d\n", k);
+            W("usage", "%d\n", 1000);
+            W("time", "%d\n", 5000000 + 1000000 * k);
+            W("disable", "0\n");
+#undef W
+        }
+    tree_write(root, "watt-faults",
+               CPU "cpu0/cpuidle/state0/time =5250000 from=2\n" CPU
+                   "cpu1/cpuidle/state0/time =5100000 from=2\n" CPU
+                   "cpu1/cpuidle/state1/time =6500000 from=2\n");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    void *st = NULL;
+    char *why = NULL;
+    assert_int_equal(cpuidle_sampler.probe(h, &st, &why), 1);
+    struct sample *a = take(h), *b = take(h);
+    double poll = fit_poll_cpus(a->cpuidle, b->cpuidle, 1.0);
+    expect_near(poll, 0.35, 1e-9, "POLL CPUs over 1 s");
+    /* over a 0.5 s window the same time is twice the share */
+    expect_near(fit_poll_cpus(a->cpuidle, b->cpuidle, 0.5), 0.7, 1e-9, "POLL over 0.5 s");
+    /* added to procstat's busy, capped at the CPUs */
+    expect_near(fit_busy_cpus(1.0, poll, 2), 1.35, 1e-9, "busy + POLL");
+    assert_true(fit_busy_cpus(1.9, poll, 2) == 2.0);
+    assert_true(isnan(fit_busy_cpus(NAN, poll, 2)));
+    expect_near(fit_busy_cpus(1.0, NAN, 2), 1.0, 1e-12, "no cpuidle: busy alone");
+    /* no second sample or interval: unknown */
+    assert_true(isnan(fit_poll_cpus(NULL, b->cpuidle, 1.0)));
+    assert_true(isnan(fit_poll_cpus(a->cpuidle, b->cpuidle, 0)));
+    /* a counter that went backwards (b before a) is left out */
+    expect_near(fit_poll_cpus(b->cpuidle, a->cpuidle, 1.0), 0, 1e-12, "backwards");
+    sample_free(a);
+    sample_free(b);
+    host_close(h);
+    tree_free(root);
+}
+
+/* A week of idle after one busy hour: the busy points stay. */
+static void test_store(void **state)
+{
+    (void)state;
+    struct fit_store *s = calloc(1, sizeof(*s));
+    assert_true(sizeof(*s) <= 4200);
+    uint64_t seed = 3;
+    for (int i = 0; i < 3600; i++) {
+        double busy = 16 * uni(&seed);
+        struct fit_point p = {16, busy, NAN, truth(16, busy, NAN)};
+        assert_int_equal(fit_store_add(s, &p), 0);
+    }
+    for (int i = 0; i < 7 * 86400; i++) {
+        double busy = 0.3 * uni(&seed);
+        struct fit_point p = {16, busy, NAN, truth(16, busy, NAN)};
+        fit_store_add(s, &p);
+    }
+    struct fit_point bad = {16, 17, NAN, 100};
+    assert_int_equal(fit_store_add(s, &bad), -EINVAL);
+    bad = (struct fit_point){16, 1, NAN, NAN};
+    assert_int_equal(fit_store_add(s, &bad), -EINVAL);
+    struct fit_point pts[FIT_STORE_MAX];
+    size_t n = fit_store_points(s, pts);
+    assert_int_equal(n, FIT_STORE_MAX);
+    size_t busy = 0;
+    for (size_t i = 0; i < n; i++)
+        busy += pts[i].busy > 8;
+    if (busy < FIT_STORE_MAX / 3)
+        fail_msg("only %zu of %zu points busier than half after a week of idle", busy, n);
+    struct fit_result f;
+    char *why = NULL;
+    assert_int_equal(fit_power(pts, n, &f, &why), 0);
+    expect_near(f.active_per_core_w, 3.0, 0.01, "slope after a week of idle");
+    assert_true(s->seen == 3600 + 7 * 86400);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fixed_cpus),
-        cmocka_unit_test(test_all_terms),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_fixed_cpus), cmocka_unit_test(test_all_terms),
+        cmocka_unit_test(test_refused),    cmocka_unit_test(test_poll_busy),
+        cmocka_unit_test(test_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

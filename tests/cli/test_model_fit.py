@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""The power model fitted by the agent, end to end (docs/power-model.md).
+
+On a copy of the intel-2s fixture (an ACPI power meter, the whole server),
+without its watt-faults, this script is the machine: every 0.5 s it moves
+/proc/stat by one step of a known load and sets the meter to 150 W + 2 W
+per busy CPU. The agent samples every 0.1 s and fits every second; it
+must write ROOT/var/lib/watt/model-fitted.ini with those coefficients.
+Then `watt report --model fitted` uses it (text and JSON), plain `watt
+report` shows it beside the measurement; with no file the error names
+the path; a corrupted file is refused naming file and line; a file other
+users may write is refused. Prints one line per check, exits 1 on failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+WATT = os.environ.get("WATT") or (sys.argv[1] if len(sys.argv) > 1 else "build/watt")
+FIXTURES = os.environ.get("WATT_FIXTURES", "build/tests/fixtures")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, copy_fixture, free_port, stop, summary  # noqa: E402
+
+FITTED = "var/lib/watt/model-fitted.ini"
+BASE_W, PER_BUSY_W = 150.0, 2.0
+
+
+def read_stat(root):
+    with open(os.path.join(root, "proc/stat")) as f:
+        return f.read().split("\n")
+
+
+def write_in_place(path, text):
+    # the same inode: the agent keeps files open and re-reads them
+    with open(path, "r+") as f:
+        f.seek(0)
+        f.write(text)
+        f.truncate()
+
+
+def step(root, lines, share, ncpus):
+    """One step: 100 ticks per CPU, SHARE of them user time; the meter
+    first, so that a sample between the two writes sees no ticks."""
+    meter = os.path.join(root, "sys/class/hwmon/hwmon0/power1_average")
+    write_in_place(meter, "%d\n" % int((BASE_W + PER_BUSY_W * share * ncpus) * 1e6))
+    busy = int(round(100 * share))
+    out = []
+    for ln in lines:
+        f = ln.split()
+        if f and f[0].startswith("cpu") and f[0] != "cpu":
+            f[1] = str(int(f[1]) + busy)
+            f[4] = str(int(f[4]) + 100 - busy)
+            ln = " ".join(f)
+        elif f and f[0] == "cpu":
+            f[1] = str(int(f[1]) + busy * ncpus)
+            f[4] = str(int(f[4]) + (100 - busy) * ncpus)
+            ln = " ".join(f)
+        out.append(ln)
+    write_in_place(os.path.join(root, "proc/stat"), "\n".join(out))
+    return out
+
+
+def report(root, *args):
+    return subprocess.run([WATT, "report", "--root", root, *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_absent(bare, root):
+    """On a copy without the agent's file (made now, as the agent left
+    the tree otherwise)."""
+    import shutil
+    shutil.copytree(root, bare, symlinks=True)
+    shutil.rmtree(os.path.join(bare, "var"))
+    root = bare
+    r = report(root, "--model", "fitted")
+    check(r.returncode == 2 and "no fitted model yet: the agent fits one where a power meter "
+          "exists, " + os.path.join(root, FITTED) in r.stderr,
+          f"--model fitted without a file: exit 2 naming the path ({r.returncode}, "
+          f"{r.stderr.strip()[:160]})")
+    r = report(root)
+    check(r.returncode == 0 and "fitted" not in r.stdout,
+          "plain report without a fitted file: no fitted line")
+
+
+def run_agent(root, d):
+    ini = os.path.join(d, "agent.ini")
+    with open(ini, "w") as f:
+        f.write("[agent]\nfit_interval_s = 1\n")
+    port = free_port()
+    p = subprocess.Popen([WATT, "agent", "--config", ini, "--root", root, "--listen",
+                          f"127.0.0.1:{port}", "--interval", "0.1", "--control", ""],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = read_stat(root)
+    ncpus = sum(1 for ln in lines if ln.startswith("cpu") and not ln.startswith("cpu "))
+    shares = [0.05, 0.9, 0.3, 0.6, 0.15, 0.75, 0.45, 0.0, 1.0, 0.5, 0.25, 0.85]
+    path = os.path.join(root, FITTED)
+    deadline = time.monotonic() + 30
+    k = 0
+    while time.monotonic() < deadline and p.poll() is None:
+        lines = step(root, lines, shares[k % len(shares)], ncpus)
+        k += 1
+        time.sleep(0.5)
+        if k >= 2 * len(shares) and os.path.exists(path):
+            break
+    rc = stop(p)
+    err = p.stderr.read()
+    check(rc == 0, f"agent exits 0 on SIGTERM ({rc})")
+    check(os.path.exists(path), f"the agent wrote {FITTED} after {k} steps: {err.strip()[-300:]}")
+    return ncpus, err
+
+
+def ini_of(path):
+    vals = {}
+    with open(path) as f:
+        for ln in f:
+            if "=" in ln and not ln.startswith("#"):
+                key, v = ln.split("=", 1)
+                vals[key.strip()] = v.strip()
+    return vals
+
+
+def test_file(root, ncpus, err):
+    path = os.path.join(root, FITTED)
+    st = os.stat(path)
+    check(st.st_mode & 0o022 == 0, f"the fitted file is not group/other writable ({st.st_mode:o})")
+    check(not os.path.exists(path + ".tmp"), "no temporary file left beside it")
+    v = ini_of(path)
+    base = float(v.get("idle_base_w", "nan"))
+    active = float(v.get("active_per_core_w", "nan"))
+    n = int(v.get("fit_n", "0"))
+    # one CPU count: base + per-CPU idle is one term, the meter's 150 W
+    check(abs(base - BASE_W) < 3 and float(v.get("idle_per_core_w", "1")) == 0,
+          f"idle_base_w {base} ≈ {BASE_W} (the sum at one CPU count)")
+    check(abs(active - PER_BUSY_W) < 0.1, f"active_per_core_w {active} ≈ {PER_BUSY_W}")
+    check(n >= 8 and float(v.get("fit_rmse_w", "nan")) < 5,
+          f"fit_n {n}, fit_rmse_w {v.get('fit_rmse_w')}")
+    check(v.get("fit_time", "").endswith("Z") and "wrote " + path in err,
+          f"fit_time {v.get('fit_time')} and the agent said where it wrote")
+
+
+def test_report(root):
+    r = report(root, "--model", "fitted")
+    check(r.returncode == 0 and "the fitted model would estimate" in r.stdout
+          and "fit (" + os.path.join(root, FITTED) + "): RMSE" in r.stdout,
+          "report --model fitted: the fitted estimate and its error: "
+          + (r.stdout + r.stderr)[-300:].replace("\n", " | "))
+    r = report(root, "--model", "fitted", "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    pw = doc.get("power", {})
+    fit = pw.get("model", {}).get("fit") or {}
+    check(pw.get("model", {}).get("name") == "fitted" and fit.get("n", 0) >= 8
+          and "rmse_w" in fit and "r2" in fit, f"JSON power.model.fit: {fit}")
+    fitted = pw.get("fitted") or {}
+    check(fitted.get("estimated_w") is not None and fitted.get("fit", {}).get("n") == fit.get("n"),
+          f"JSON power.fitted: {fitted.get('estimated_w')}")
+    # plain report on a machine with a meter: the fitted estimate beside it
+    r = report(root)
+    check(r.returncode == 0 and "measured (acpi_power_meter)" in r.stdout
+          and "the model (specpower-2023) would estimate" in r.stdout
+          and "the fitted model would estimate" in r.stdout,
+          "plain report: measured, the default model and the fitted one")
+
+
+def test_corrupt(root):
+    path = os.path.join(root, FITTED)
+    with open(path) as f:
+        good = f.read()
+    bad = good.replace("active_per_core_w = ", "active_per_core_w = lots", 1)
+    line = 1 + bad.split("\n").index(next(ln for ln in bad.split("\n")
+                                          if ln.startswith("active_per_core_w")))
+    with open(path, "w") as f:
+        f.write(bad)
+    r = report(root, "--model", "fitted")
+    want = f"{path}:{line}: active_per_core_w"
+    check(r.returncode == 2 and want in r.stderr,
+          f"a corrupted file: exit 2 naming {FITTED}:{line} ({r.stderr.strip()[:160]})")
+    r = report(root)
+    check(r.returncode == 0 and "the fitted model is left out: " + want in r.stderr,
+          "plain report: a corrupted fitted model is said and left out")
+    with open(path, "w") as f:
+        f.write(good)
+    os.chmod(path, 0o666)
+    r = report(root, "--model", "fitted")
+    check(r.returncode == 2 and "writable by others" in r.stderr,
+          f"a file others may write is refused ({r.stderr.strip()[:120]})")
+    os.chmod(path, 0o644)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        root = copy_fixture(FIXTURES, "intel-2s", d)
+        if not root:
+            return summary()
+        faults = os.path.join(root, "watt-faults")
+        os.rename(faults, faults + ".off")  # while the agent runs, this script moves the tree
+        moved = ["proc/stat", "sys/class/hwmon/hwmon0/power1_average"]
+        saved = {m: open(os.path.join(root, m)).read() for m in moved}
+        ncpus, err = run_agent(root, d)
+        # the reports: the recorded tree and its one recorded second again
+        for m in moved:
+            write_in_place(os.path.join(root, m), saved[m])
+        os.rename(faults + ".off", faults)
+        test_absent(os.path.join(d, "bare"), root)
+        if os.path.exists(os.path.join(root, FITTED)):
+            test_file(root, ncpus, err)
+            test_report(root)
+            test_corrupt(root)
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
