@@ -49,7 +49,7 @@ _watt()
 
     local verbs="report top snapshot fleet agent ctl tune restore"
     local fleet_verbs="sim compare run plan check host approve"
-    local models="specpower-2023 vm-vcpu seed-2011"
+    local models="specpower-2023 vm-vcpu seed-2011 fitted"
 
     # the verb, and for fleet its sub-verb
     local verb="" sub="" sub_i=0 i

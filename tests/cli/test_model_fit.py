@@ -12,6 +12,7 @@ the path; a corrupted file is refused naming file and line; a file other
 users may write is refused. Prints one line per check, exits 1 on failure.
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -140,6 +141,20 @@ def test_file(root, ncpus, err):
           f"fit_time {v.get('fit_time')} and the agent said where it wrote")
 
 
+def schema_check(what, doc):
+    """DOC against schema/watt-report.json (python3-jsonschema; said when absent)."""
+    try:
+        import jsonschema
+    except ImportError:
+        print(f"skip {what}: no python3-jsonschema")
+        return
+    src = os.environ.get("WATT_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(src, "schema", "watt-report.json")) as f:
+        v = jsonschema.Draft7Validator(json.load(f))
+    errs = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in v.iter_errors(doc)]
+    check(bool(doc) and not errs, f"{what}: valid against schema/watt-report.json {errs[:2]}")
+
+
 def test_report(root):
     r = report(root, "--model", "fitted")
     check(r.returncode == 0 and "the fitted model would estimate" in r.stdout
@@ -152,15 +167,36 @@ def test_report(root):
     fit = pw.get("model", {}).get("fit") or {}
     check(pw.get("model", {}).get("name") == "fitted" and fit.get("n", 0) >= 8
           and "rmse_w" in fit and "r2" in fit, f"JSON power.model.fit: {fit}")
+    schema_check("report --model fitted --json", doc)
     fitted = pw.get("fitted") or {}
     check(fitted.get("estimated_w") is not None and fitted.get("fit", {}).get("n") == fit.get("n"),
           f"JSON power.fitted: {fitted.get('estimated_w')}")
     # plain report on a machine with a meter: the fitted estimate beside it
+    r = report(root, "--json")
+    schema_check("report --json with a fitted model", json.loads(r.stdout) if r.stdout else {})
     r = report(root)
     check(r.returncode == 0 and "measured (acpi_power_meter)" in r.stdout
           and "the model (specpower-2023) would estimate" in r.stdout
           and "the fitted model would estimate" in r.stdout,
           "plain report: measured, the default model and the fitted one")
+
+
+def test_unmetered(root, d):
+    """Where no meter reads (amd-epyc: its RAPL is root-only here), the
+    fitted model is the node's figure, and says how good it is."""
+    other = copy_fixture(FIXTURES, "amd-epyc", os.path.join(d, "epyc"))
+    if not other:
+        return
+    os.makedirs(os.path.join(other, "var/lib/watt"), mode=0o755)
+    with open(os.path.join(root, FITTED)) as f, open(os.path.join(other, FITTED), "w") as g:
+        g.write(f.read())
+    n = ini_of(os.path.join(other, FITTED))["fit_n"]
+    r = report(other, "--model", "fitted")
+    m = re.search(r"node: [0-9.]+ W estimated \(fitted, RMSE [0-9.]+ W over (\d+) samples\)",
+                  r.stdout)
+    check(r.returncode == 0 and m and m.group(1) == n,
+          "no meter: 'estimated (fitted, RMSE x W over N samples)': "
+          + (m.group(0) if m else r.stdout[:300]))
 
 
 def test_corrupt(root):
@@ -206,6 +242,7 @@ def main():
         if os.path.exists(os.path.join(root, FITTED)):
             test_file(root, ncpus, err)
             test_report(root)
+            test_unmetered(root, d)
             test_corrupt(root)
     return summary()
 
