@@ -47,7 +47,7 @@ _watt()
     local _watt_bin=${words[0]}
     [[ $_watt_bin == */* ]] || _watt_bin=$(type -P "$_watt_bin") || _watt_bin=watt
 
-    local verbs="report top snapshot fleet agent ctl tune restore"
+    local verbs="report top snapshot fleet agent ctl tune restore model"
     local fleet_verbs="sim compare run plan check host approve"
     local models="specpower-2023 vm-vcpu seed-2011 fitted"
 
@@ -181,6 +181,13 @@ _watt()
             ;;
         restore)
             opts="--dry-run --force --owner --root --journal --json --help"
+            ;;
+        model)
+            if [[ $cur != -* && ${words[cword-1]} == model ]]; then
+                COMPREPLY=($(compgen -W "fit" -- "$cur"))
+                return
+            fi
+            opts="--json --output --pue --help"
             ;;
         fleet)
             if [[ -z $sub ]]; then

@@ -17,6 +17,7 @@ int verb_agent(int argc, char **argv);
 int verb_ctl(int argc, char **argv);
 int verb_tune(int argc, char **argv);    /* cli/tune.c */
 int verb_restore(int argc, char **argv); /* cli/tune.c */
+int verb_model(int argc, char **argv);   /* cli/model_cmd.c */
 int verb_top(int argc, char **argv);     /* cli/top_cmd.c */
 
 /* Shared option handling: opens the root for --root DIR / $WATT_ROOT and

@@ -142,7 +142,7 @@ def test_file(root, ncpus, err):
           f"fit_time {v.get('fit_time')} and the agent said where it wrote")
 
 
-def schema_check(what, doc):
+def schema_check(what, doc, name="watt-report.json"):
     """DOC against schema/watt-report.json (python3-jsonschema; said when absent)."""
     try:
         import jsonschema
@@ -150,10 +150,10 @@ def schema_check(what, doc):
         print(f"skip {what}: no python3-jsonschema")
         return
     src = os.environ.get("WATT_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-    with open(os.path.join(src, "schema", "watt-report.json")) as f:
+    with open(os.path.join(src, "schema", name)) as f:
         v = jsonschema.Draft7Validator(json.load(f))
     errs = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in v.iter_errors(doc)]
-    check(bool(doc) and not errs, f"{what}: valid against schema/watt-report.json {errs[:2]}")
+    check(bool(doc) and not errs, f"{what}: valid against schema/{name} {errs[:2]}")
 
 
 def test_report(root):
@@ -225,11 +225,49 @@ def test_corrupt(root):
     os.chmod(path, 0o644)
 
 
+def test_offline(d):
+    """watt model fit FILE: the same fit from a file of points."""
+    pts = os.path.join(d, "points.txt")
+    with open(pts, "w") as f:
+        f.write("# cpus busy ghz watts\n")
+        for i in range(20):
+            busy = 32 * i / 19
+            f.write(f"32, {busy:.4f}, -, {BASE_W + PER_BUSY_W * busy + (0.5 if i % 2 else -0.5)}\n")
+    out = os.path.join(d, "mine.ini")
+    r = subprocess.run([WATT, "model", "fit", "--output", out, pts], capture_output=True,
+                       text=True, timeout=30)
+    m = re.search(r"active_per_core_w = ([0-9.]+) W", r.stdout)
+    check(r.returncode == 0 and m and abs(float(m.group(1)) - PER_BUSY_W) < 0.02
+          and "RMSE 0.50 W" in r.stdout and os.path.exists(out),
+          "watt model fit: coefficients, RMSE, the file: " + r.stdout.replace("\n", " | ")[:300])
+    r = report(os.path.join(FIXTURES, "intel-2s"), "--model", out)
+    check(r.returncode == 0 and "would estimate" in r.stdout,
+          f"report --model {out} reads what watt model fit wrote ({r.stderr.strip()[:100]})")
+    r = subprocess.run([WATT, "model", "fit", "--json", pts], capture_output=True, text=True,
+                       timeout=30)
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(doc.get("fitted") is True and doc.get("model", {}).get("n") == 20,
+          "watt model fit --json: fitted, 20 points")
+    schema_check("watt model fit --json", doc, "watt-model-fit.json")
+    with open(pts, "a") as f:
+        f.write("32 40 - 100\n")
+    r = subprocess.run([WATT, "model", "fit", pts], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 2 and f"{pts}:22: want whole CPUs" in r.stderr,
+          f"a malformed line is refused naming file and line ({r.stderr.strip()[:120]})")
+    r = subprocess.run([WATT, "model", "fit", "--json", "-"], input="8 1 - 50\n" * 10,
+                       capture_output=True, text=True, timeout=30)
+    doc = json.loads(r.stdout) if r.stdout else {}
+    check(r.returncode == 1 and doc.get("fitted") is False and "want a range" in doc.get("refused", ""),
+          f"one load only: refused, saying why ({doc.get('refused')})")
+    schema_check("watt model fit --json, refused", doc, "watt-model-fit.json")
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         root = copy_fixture(FIXTURES, "intel-2s", d)
         if not root:
             return summary()
+        test_offline(d)
         faults = os.path.join(root, "watt-faults")
         os.rename(faults, faults + ".off")  # while the agent runs, this script moves the tree
         moved = ["proc/stat", "sys/class/hwmon/hwmon0/power1_average"]
