@@ -21,8 +21,6 @@
 #include "model/fit.h"
 #include "model/model.h"
 
-#define MAX_POINTS 1000000
-
 static void model_usage(FILE *f)
 {
     fputs("usage: watt model fit [--json] [--output MODEL.ini] [--pue X] FILE\n"
@@ -39,30 +37,6 @@ static void model_usage(FILE *f)
           f);
 }
 
-/* One line's point: -EINVAL with *ret_why for a malformed line. */
-static int parse_point(char *line, struct fit_point *ret, char **ret_why)
-{
-    char *tok[5];
-    int n = 0;
-    for (char *s = strtok(line, " \t,\r"); s && n < 5; s = strtok(NULL, " \t,\r"))
-        tok[n++] = s;
-    if (n != 4) {
-        *ret_why = xasprintf("want 4 fields (CPUS BUSY_CPUS GHZ WATTS), found %d", n);
-        return -EINVAL;
-    }
-    double cpus, busy, ghz = NAN, watts;
-    if (parse_double(tok[0], &cpus) < 0 || cpus < 1 || cpus > 65535 || cpus != floor(cpus) ||
-        parse_double(tok[1], &busy) < 0 || busy < 0 || busy > cpus ||
-        (!streq(tok[2], "-") && (parse_double(tok[2], &ghz) < 0 || ghz <= 0 || ghz > 10)) ||
-        parse_double(tok[3], &watts) < 0 || !(watts > 0) || watts > 1e6) {
-        *ret_why = xstrdup("want whole CPUs 1..65535, busy CPUs 0..CPUS, GHz 0..10 or '-', "
-                           "watts > 0");
-        return -EINVAL;
-    }
-    *ret = (struct fit_point){(unsigned)cpus, busy, ghz, watts};
-    return 0;
-}
-
 static int read_points(const char *path, struct fit_point **ret, size_t *ret_n)
 {
     bool stdin_ = streq(path, "-");
@@ -71,46 +45,27 @@ static int read_points(const char *path, struct fit_point **ret, size_t *ret_n)
         text_printf(stderr, "watt model: cannot read %s: %s\n", path, strerror(errno));
         return -errno;
     }
-    struct fit_point *v = NULL;
-    size_t n = 0, cap = 0;
-    char *line = NULL;
-    size_t len = 0;
-    int r = 0;
-    for (unsigned no = 1; getline(&line, &len, f) >= 0; no++) {
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        if (!line[strspn(line, " \t\r\n,")])
-            continue;
-        line[strcspn(line, "\n")] = '\0';
-        struct fit_point p;
-        _cleanup_free_ char *why = NULL;
-        if (parse_point(line, &p, &why) < 0) {
-            text_printf(stderr, "watt model: %s:%u: %s\n", path, no, why);
-            r = -EINVAL;
-            break;
-        }
-        if (n == MAX_POINTS) {
-            text_printf(stderr, "watt model: %s: more than %d points\n", path, MAX_POINTS);
-            r = -EFBIG;
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            v = xrealloc(v, cap * sizeof(*v));
-        }
-        v[n++] = p;
-    }
-    free(line);
+    struct strbuf text = {0};
+    char chunk[65536];
+    size_t k;
+    while (text.len <= FIT_POINTS_MAX_BYTES && (k = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        strbuf_append_n(&text, chunk, k);
+    bool failed = ferror(f);
     if (!stdin_)
         fclose(f);
-    if (r < 0) {
-        free(v);
-        return r;
-    }
-    *ret = v;
-    *ret_n = n;
-    return 0;
+    int r = 0;
+    _cleanup_free_ char *err = NULL;
+    if (failed) {
+        text_printf(stderr, "watt model: cannot read %s: %s\n", path, strerror(EIO));
+        r = -EIO;
+    } else if (text.len > FIT_POINTS_MAX_BYTES) {
+        text_printf(stderr, "watt model: %s: larger than %d MiB\n", path,
+                    FIT_POINTS_MAX_BYTES >> 20);
+        r = -EFBIG;
+    } else if ((r = fit_points_parse(text.s ? text.s : "", text.len, path, ret, ret_n, &err)) < 0)
+        text_printf(stderr, "watt model: %s\n", err);
+    strbuf_free(&text);
+    return r;
 }
 
 static void print_json(const char *path, const struct fit_result *f, const char *why)

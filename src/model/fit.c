@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parse.h"
 #include "base/util.h"
 
 #define REF_GHZ_DEFAULT 2.4
@@ -277,4 +278,75 @@ double fit_busy_cpus(double busy, double poll, unsigned cpus)
         return NAN;
     double v = busy + (isnan(poll) ? 0 : poll);
     return v > (double)cpus ? (double)cpus : v;
+}
+
+/* One line's point (comment already cut): 0, 1 when blank, -EINVAL with
+ * *ret_why. */
+static int parse_point(char *line, struct fit_point *ret, char **ret_why)
+{
+    char *tok[5], *save = NULL;
+    int n = 0;
+    for (char *s = strtok_r(line, " \t,\r", &save); s && n < 5; s = strtok_r(NULL, " \t,\r", &save))
+        tok[n++] = s;
+    if (n == 0)
+        return 1;
+    if (n != 4) {
+        *ret_why = xasprintf("want 4 fields (CPUS BUSY_CPUS GHZ WATTS), found %s%d",
+                             n > 4 ? "more than " : "", n > 4 ? 4 : n);
+        return -EINVAL;
+    }
+    double cpus, busy, ghz = NAN, watts;
+    if (parse_double(tok[0], &cpus) < 0 || !(cpus >= 1 && cpus <= 65535) || cpus != floor(cpus) ||
+        parse_double(tok[1], &busy) < 0 || !(busy >= 0 && busy <= cpus) ||
+        (!streq(tok[2], "-") && (parse_double(tok[2], &ghz) < 0 || !(ghz > 0 && ghz <= 10))) ||
+        parse_double(tok[3], &watts) < 0 || !(watts > 0 && watts <= 1e6)) {
+        *ret_why = xstrdup("want whole CPUs 1..65535, busy CPUs 0..CPUS, GHz 0..10 or '-', "
+                           "watts 0..1000000");
+        return -EINVAL;
+    }
+    *ret = (struct fit_point){(unsigned)cpus, busy, ghz, watts};
+    return 0;
+}
+
+int fit_points_parse(const char *text, size_t len, const char *origin, struct fit_point **ret,
+                     size_t *ret_n, char **ret_err)
+{
+    if (memchr(text, '\0', len)) {
+        *ret_err = xasprintf("%s: binary content", origin);
+        return -EINVAL;
+    }
+    struct fit_point *v = NULL;
+    size_t n = 0, cap = 0;
+    unsigned no = 1;
+    for (size_t off = 0; off < len; no++) {
+        const char *nl = memchr(text + off, '\n', len - off);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        _cleanup_free_ char *line = xstrndup(text + off, end - off);
+        off = end + 1;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        struct fit_point p;
+        _cleanup_free_ char *why = NULL;
+        int r = parse_point(line, &p, &why);
+        if (r == 1)
+            continue;
+        if (r == 0 && n == FIT_POINTS_MAX) {
+            why = xasprintf("more than %d points", FIT_POINTS_MAX);
+            r = -EFBIG;
+        }
+        if (r < 0) {
+            *ret_err = xasprintf("%s:%u: %s", origin, no, why);
+            free(v);
+            return r;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            v = xrealloc(v, cap * sizeof(*v));
+        }
+        v[n++] = p;
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
 }

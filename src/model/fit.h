@@ -78,3 +78,13 @@ double fit_poll_cpus(const struct cpuidle_sample *a, const struct cpuidle_sample
 /* The fit's busy CPUs: procstat's busy plus POLL (fit_poll_cpus(); NaN
  * counts 0), at most CPUS. NaN when busy is NaN. */
 double fit_busy_cpus(double busy, double poll, unsigned cpus);
+
+/* A file of points, one a line: CPUS BUSY_CPUS GHZ WATTS, separated by
+ * blanks or commas, GHZ "-" when unknown, "#" to the end of a line a
+ * comment (`watt model fit`). LEN bytes of TEXT (a NUL in them is an
+ * error). *ret owned (NULL when no points). -EINVAL with *ret_err
+ * "ORIGIN:LINE: reason"; -EFBIG past FIT_POINTS_MAX points. */
+#define FIT_POINTS_MAX       1000000
+#define FIT_POINTS_MAX_BYTES (64 << 20)
+int fit_points_parse(const char *text, size_t len, const char *origin, struct fit_point **ret,
+                     size_t *ret_n, char **ret_err);
