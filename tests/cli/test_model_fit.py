@@ -156,6 +156,24 @@ def schema_check(what, doc, name="watt-report.json"):
     check(bool(doc) and not errs, f"{what}: valid against schema/{name} {errs[:2]}")
 
 
+def fixture_poll_cpus(root):
+    """The fixture's POLL time over its recorded second, from its files and
+    watt-faults: CPUs' worth of time spinning in POLL."""
+    us = 0
+    base = "sys/devices/system/cpu/"
+    with open(os.path.join(root, "watt-faults")) as f:
+        for ln in f:
+            m = re.match(r"(" + base + r"cpu\d+/cpuidle/state\d+)/time =(\d+) from=2", ln)
+            if not m:
+                continue
+            with open(os.path.join(root, m.group(1), "name")) as g:
+                if g.read().strip() != "POLL":
+                    continue
+            with open(os.path.join(root, m.group(1), "time")) as g:
+                us += int(m.group(2)) - int(g.read())
+    return us / 1e6
+
+
 def test_report(root):
     r = report(root, "--model", "fitted")
     check(r.returncode == 0 and "the fitted model would estimate" in r.stdout
@@ -172,6 +190,20 @@ def test_report(root):
     fitted = pw.get("fitted") or {}
     check(fitted.get("estimated_w") is not None and fitted.get("fit", {}).get("n") == fit.get("n"),
           f"JSON power.fitted: {fitted.get('estimated_w')}")
+    # POLL counted busy: the fixture's POLL time over its second, added
+    want = fixture_poll_cpus(root)
+    poll, busy = fitted.get("poll_cpus"), fitted.get("busy_cpus")
+    model_busy = pw.get("model", {}).get("busy_cpus")
+    check(want > 0 and poll is not None and abs(poll - want) < 1e-6
+          and model_busy is not None and abs(busy - model_busy) < 1e-9,
+          f"POLL: {poll} CPUs (the fixture's {want:.6f}), in the fitted busy {busy}")
+    r2 = report(root, "--json")
+    plain = (json.loads(r2.stdout) if r2.returncode == 0 else {}).get("power", {})
+    pbusy = plain.get("model", {}).get("busy_cpus")
+    check(pbusy is not None and busy is not None and abs(busy - pbusy - poll) < 1e-6,
+          f"the built-in model's busy {pbusy} leaves POLL out; the fitted one's is {busy}")
+    check(f"POLL: {want:.2f} CPUs spinning in the POLL idle state" in
+          report(root, "--model", "fitted").stdout, "the text says how much POLL was counted")
     # plain report on a machine with a meter: the fitted estimate beside it
     r = report(root, "--json")
     schema_check("report --json with a fitted model", json.loads(r.stdout) if r.stdout else {})
