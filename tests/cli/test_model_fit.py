@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 WATT = os.environ.get("WATT") or (sys.argv[1] if len(sys.argv) > 1 else "build/watt")
 FIXTURES = os.environ.get("WATT_FIXTURES", "build/tests/fixtures")
@@ -106,8 +107,26 @@ def run_agent(root, d):
         time.sleep(0.5)
         if k >= 2 * len(shares) and os.path.exists(path):
             break
+    # the fitted estimate needs a sample whose interval holds a step: one
+    # more step, then scrape until a sample has seen it
+    lines = step(root, lines, 0.5, ncpus)
+    metrics, seen = "", None
+    pat = re.compile(r'^watt_power_watts\{[^}]*model="fitted"[^}]*\} ([0-9.e+]+)$', re.M)
+    for _ in range(50):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                metrics = r.read().decode()
+        except OSError as e:
+            metrics = str(e)
+        seen = pat.search(metrics)
+        if seen:
+            break
+        time.sleep(0.02)
     rc = stop(p)
     err = p.stderr.read()
+    want = BASE_W + PER_BUSY_W * 0.5 * ncpus
+    check(seen is not None and abs(float(seen.group(1)) - want) < 1,
+          f"/metrics: watt_power_watts{{...,model=\"fitted\"}} {seen and seen.group(1)} ≈ {want}")
     check(rc == 0, f"agent exits 0 on SIGTERM ({rc})")
     check(os.path.exists(path), f"the agent wrote {FITTED} after {k} steps: {err.strip()[-300:]}")
     return ncpus, err
