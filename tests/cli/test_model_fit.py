@@ -7,9 +7,12 @@ without its watt-faults, this script is the machine: every 0.5 s it moves
 per busy CPU. The agent samples every 0.1 s and fits every second; it
 must write ROOT/var/lib/watt/model-fitted.ini with those coefficients.
 Then `watt report --model fitted` uses it (text and JSON), plain `watt
-report` shows it beside the measurement; with no file the error names
-the path; a corrupted file is refused naming file and line; a file other
-users may write is refused. Prints one line per check, exits 1 on failure.
+report` shows it beside the measurement, and /metrics serves its
+estimate; POLL time is counted busy; with no file the error names the
+path; a corrupted file is refused naming file and line; a file or state
+directory other users may write is refused, and a link planted at the
+temporary file is not followed. `watt model fit FILE` fits the same
+offline. Prints one line per check, exits 1 on failure.
 """
 import json
 import re
@@ -130,6 +133,50 @@ def run_agent(root, d):
     check(rc == 0, f"agent exits 0 on SIGTERM ({rc})")
     check(os.path.exists(path), f"the agent wrote {FITTED} after {k} steps: {err.strip()[-300:]}")
     return ncpus, err
+
+
+def run_briefly(root, d, steps=14):
+    """The agent on ROOT while this script moves it STEPS steps: its stderr."""
+    ini = os.path.join(d, "agent.ini")
+    with open(ini, "w") as f:
+        f.write("[agent]\nfit_interval_s = 1\n")
+    p = subprocess.Popen([WATT, "agent", "--config", ini, "--root", root, "--listen",
+                          f"127.0.0.1:{free_port()}", "--interval", "0.1", "--control", ""],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = read_stat(root)
+    ncpus = sum(1 for ln in lines if ln.startswith("cpu") and not ln.startswith("cpu "))
+    for k in range(steps):
+        lines = step(root, lines, (k % 7) / 6.0, ncpus)
+        time.sleep(0.5)
+    stop(p)
+    return p.stderr.read()
+
+
+def test_hostile(d):
+    """Where another user could steer the write, the agent does not write."""
+    root = copy_fixture(FIXTURES, "intel-2s", os.path.join(d, "hostile"))
+    if not root:
+        return
+    os.unlink(os.path.join(root, "watt-faults"))
+    state = os.path.join(root, "var/lib/watt")
+    os.makedirs(state)
+    os.chmod(state, 0o777)
+    err = run_briefly(root, d)
+    check("var/lib/watt is writable by others (mode 0777): refusing" in err
+          and not os.path.exists(os.path.join(root, FITTED)),
+          "a state directory others may write: refused, nothing written: " + err.strip()[-160:])
+    os.chmod(state, 0o755)
+    outside = os.path.join(d, "outside.txt")
+    with open(outside, "w") as f:
+        f.write("precious\n")
+    os.symlink(outside, os.path.join(root, FITTED + ".tmp"))
+    err = run_briefly(root, d)
+    with open(outside) as f:
+        kept = f.read() == "precious\n"
+    said = [ln for ln in err.split("\n") if "cannot write" in ln]
+    check(kept and said and "model-fitted.ini.tmp" in said[0]
+          and not os.path.exists(os.path.join(root, FITTED)),
+          "a link planted at the temporary file is not followed: " + (said or [err])[0][-160:])
 
 
 def ini_of(path):
@@ -319,6 +366,7 @@ def main():
         if not root:
             return summary()
         test_offline(d)
+        test_hostile(d)
         faults = os.path.join(root, "watt-faults")
         os.rename(faults, faults + ".off")  # while the agent runs, this script moves the tree
         moved = ["proc/stat", "sys/class/hwmon/hwmon0/power1_average"]
