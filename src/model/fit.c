@@ -241,6 +241,7 @@ void fit_to_model(const struct fit_result *f, double pue, const char *when, stru
         .r2 = f->r2,
         .busy_min = f->busy_min,
         .busy_max = f->busy_max,
+        .cpus = f->cpus_fixed ? f->cpus_min : 0,
     };
     if (when)
         snprintf(m.fit.time, sizeof(m.fit.time), "%s", when);

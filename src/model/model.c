@@ -97,10 +97,10 @@ static int on_entry(void *user, const char *section, const char *key, const char
         memcpy(m->fit.time, val, strlen(val) + 1);
         return 1;
     }
-    if (streq(key, "fit_n")) {
+    if (streq(key, "fit_n") || streq(key, "fit_cpus")) {
         double v;
         if (set_double(p, key, val, &v, 0, 1e9) && v == floor(v)) {
-            m->fit.n = (unsigned)v;
+            *(streq(key, "fit_n") ? &m->fit.n : &m->fit.cpus) = (unsigned)v;
             return 1;
         }
         if (!p->err)
@@ -220,6 +220,8 @@ void model_format(const struct power_model *m, const char *comment, struct strbu
         strbuf_appendf(out, "fit_r2 = %.6g\n", fmax(-1e6, m->fit.r2));
     strbuf_appendf(out, "fit_busy_min = %.6g\nfit_busy_max = %.6g\n", m->fit.busy_min,
                    m->fit.busy_max);
+    if (m->fit.cpus)
+        strbuf_appendf(out, "fit_cpus = %u\n", m->fit.cpus);
     if (m->fit.time[0])
         strbuf_appendf(out, "fit_time = %s\n", m->fit.time);
 }

@@ -22,6 +22,9 @@ struct power_model_fit {
     double mape_pct;           /* mean absolute residual, % of the measured watts */
     double r2;                 /* NaN when unknown */
     double busy_min, busy_max; /* busy CPUs the points covered */
+    unsigned cpus;             /* the one CPU count of all points (idle_base_w
+                                * then holds the idle power of all CPUs); 0:
+                                * the CPU count varied, or unknown */
     char time[32];             /* when, UTC ("2026-12-04T23:59:00Z"); "" unknown */
 };
 

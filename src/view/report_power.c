@@ -80,6 +80,10 @@ static void fit_json(const struct power_model *m, struct json *j)
     json_kv_double(j, "r2", m->fit.r2);
     json_kv_double(j, "busy_min", m->fit.busy_min);
     json_kv_double(j, "busy_max", m->fit.busy_max);
+    if (m->fit.cpus)
+        json_kv_u64(j, "cpus", m->fit.cpus);
+    else
+        json_kv_null(j, "cpus");
     json_kv_string(j, "time", m->fit.time[0] ? m->fit.time : NULL);
     json_object_end(j);
 }
@@ -213,6 +217,13 @@ static void fitted_text(const struct power_summary *ps, struct strbuf *out)
                   ps->fitted.source, f->rmse_w, f->mape_pct, r2, f->n, f->busy_min, f->busy_max,
                   f->time[0] ? ", fitted " : "", f->time);
     report_wrap(out, "  ", 4, line);
+    if (f->cpus && f->cpus != ps->cores) {
+        _cleanup_free_ char *warn = xasprintf(
+            "the fit saw %u CPUs only, this machine has %u online: its idle power per CPU "
+            "could not be told from the base, so the estimate is off by that much per CPU",
+            f->cpus, ps->cores);
+        report_wrap(out, "  ", 4, warn);
+    }
     if (!isnan(ps->poll_cpus) && ps->poll_cpus > 0)
         strbuf_appendf(
             out,

@@ -198,6 +198,7 @@ def test_file(root, ncpus, err):
     base = float(v.get("idle_base_w", "nan"))
     active = float(v.get("active_per_core_w", "nan"))
     n = int(v.get("fit_n", "0"))
+    check(v.get("fit_cpus") == str(ncpus), f"fit_cpus {v.get('fit_cpus')}: the one CPU count")
     # one CPU count: base + per-CPU idle is one term, the meter's 150 W
     check(abs(base - BASE_W) < 3 and float(v.get("idle_per_core_w", "1")) == 0,
           f"idle_base_w {base} ≈ {BASE_W} (the sum at one CPU count)")
@@ -296,6 +297,11 @@ def test_unmetered(root, d):
     check(r.returncode == 0 and m and m.group(1) == n,
           "no meter: 'estimated (fitted, RMSE x W over N samples)': "
           + (m.group(0) if m else r.stdout[:300]))
+    # fitted on intel-2s's 40 CPUs, used on another machine: said
+    flat = " ".join(r.stdout.split())
+    w = re.search(r"the fit saw 40 CPUs only, this machine has (\d+) online", flat)
+    check(w is not None and w.group(1) != "40", "another CPU count than the fit's is said: "
+          + (w.group(0) if w else flat[:200]))
 
 
 def test_corrupt(root):

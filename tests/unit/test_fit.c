@@ -72,6 +72,9 @@ static void test_fixed_cpus(void **state)
     assert_int_equal(f.n, 200);
     assert_true(f.busy_max - f.busy_min > 40);
     assert_true(f.mape_pct > 0 && f.mape_pct < 3);
+    struct power_model m;
+    fit_to_model(&f, 1.5, NULL, &m);
+    assert_int_equal(m.fit.cpus, 48); /* one CPU count: the model holds it */
 }
 
 /* CPU count and frequency vary: all three coefficients and the exponent. */
@@ -115,6 +118,7 @@ static void test_all_terms(void **state)
     expect_near(back.fit.rmse_w, m.fit.rmse_w, 1e-4, "fit_rmse_w");
     expect_near(back.active_per_core_w, m.active_per_core_w, 1e-4, "active back");
     assert_string_equal(back.fit.time, "2026-12-04T23:59:00Z");
+    assert_int_equal(back.fit.cpus, 0); /* the CPU count varied */
     strbuf_free(&out);
 }
 
