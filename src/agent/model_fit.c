@@ -24,6 +24,7 @@ struct agent_fit {
     bool have;         /* model holds a fitted model (written or loaded) */
     unsigned loaded_n; /* the points of the file found at start; 0 once replaced */
     char *last_why;    /* the last reason said on stderr */
+    char meter[96];    /* the power summary's source of the last point kept */
 };
 
 /* Say WHY once, until it changes (NULL: all is well again). */
@@ -136,6 +137,11 @@ static void fit_now(struct agent_fit *f, double pue)
     fit_to_model(&res, pue, when, &m);
     _cleanup_free_ char *shown = host_state_display_path(f->h, FIT_MODEL_PATH);
     snprintf(m.source, sizeof(m.source), "%s", shown);
+    /* what the meter covers is what the model estimates: RAPL package+dram
+     * is CPUs and memory only */
+    snprintf(m.description, sizeof(m.description),
+             "fitted on this machine against %s: %zu points, %.2f..%.2f busy CPUs", f->meter, res.n,
+             res.busy_min, res.busy_max);
     struct strbuf text = {0};
     _cleanup_free_ char *comment = xasprintf(
         "The power model watt agent fitted against this machine's meter (docs/power-model.md).\n"
@@ -165,7 +171,8 @@ void agent_fit_update(struct agent_fit *f, const struct power_summary *ps, doubl
         return;
     if (ps->measured && !isnan(ps->it_w) && !isnan(ps->fit_busy_cores)) {
         struct fit_point p = {ps->cores, ps->fit_busy_cores, ps->ghz, ps->it_w};
-        fit_store_add(&f->store, &p);
+        if (fit_store_add(&f->store, &p) == 0)
+            snprintf(f->meter, sizeof(f->meter), "%s", ps->source);
     }
     if (f->last_ns && (double)(now_ns - f->last_ns) / 1e9 < f->every_s)
         return;

@@ -199,6 +199,8 @@ def test_file(root, ncpus, err):
     active = float(v.get("active_per_core_w", "nan"))
     n = int(v.get("fit_n", "0"))
     check(v.get("fit_cpus") == str(ncpus), f"fit_cpus {v.get('fit_cpus')}: the one CPU count")
+    check(v.get("description", "").startswith("fitted on this machine against acpi_power_meter:"),
+          f"the description names the meter: {v.get('description')}")
     # one CPU count: base + per-CPU idle is one term, the meter's 150 W
     check(abs(base - BASE_W) < 3 and float(v.get("idle_per_core_w", "1")) == 0,
           f"idle_base_w {base} ≈ {BASE_W} (the sum at one CPU count)")
