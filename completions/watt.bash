@@ -47,9 +47,9 @@ _watt()
     local _watt_bin=${words[0]}
     [[ $_watt_bin == */* ]] || _watt_bin=$(type -P "$_watt_bin") || _watt_bin=watt
 
-    local verbs="report top snapshot fleet agent ctl tune restore"
+    local verbs="report top snapshot fleet agent ctl tune restore model"
     local fleet_verbs="sim compare run plan check host approve"
-    local models="specpower-2023 vm-vcpu seed-2011"
+    local models="specpower-2023 vm-vcpu seed-2011 fitted"
 
     # the verb, and for fleet its sub-verb
     local verb="" sub="" sub_i=0 i
@@ -181,6 +181,13 @@ _watt()
             ;;
         restore)
             opts="--dry-run --force --owner --root --journal --json --help"
+            ;;
+        model)
+            if [[ $cur != -* && ${words[cword-1]} == model ]]; then
+                COMPREPLY=($(compgen -W "fit" -- "$cur"))
+                return
+            fi
+            opts="--json --output --pue --help"
             ;;
         fleet)
             if [[ -z $sub ]]; then

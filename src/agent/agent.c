@@ -26,6 +26,7 @@
 #include "agent/gzip.h"
 #include "agent/metrics_cstate.h"
 #include "agent/metrics_memory.h"
+#include "agent/model_fit.h"
 #include "agent/tuning.h"
 #include "base/json.h"
 #include "base/jsondoc.h"
@@ -73,6 +74,7 @@ struct agent {
     struct agent_cstate *cstate; /* package and core C-state seconds */
     struct agent_memory *memory; /* nodes and EDAC, read once; meminfo per sample */
     struct agent_attrib *attrib; /* wake-ups and energy per cgroup; NULL: off */
+    struct agent_fit *fit;       /* the model fitted to the meter; NULL: fit_interval_s 0 */
     bool is_vm;                  /* the first sample's /proc/cpuinfo said so */
     struct agent_self self;
     struct snapshot *snap;
@@ -415,8 +417,11 @@ static void take_sample(struct agent *a)
         v->c.dev_prev = a->dev_before;
     }
     uint64_t t1 = thread_cpu_ns();
+    v->c.fitted = agent_fit_model(a->fit);
     report_power_build(&v->c, &a->model, &v->ps);
     v->c.power = &v->ps;
+    agent_fit_update(a->fit, &v->ps, a->cfg.pue, now_monotonic_ns());
+    v->c.fitted = agent_fit_model(a->fit);
     agent_energy_update(a->energy, a->prev, b);
     agent_cstate_update(a->cstate, &v->c);
     agent_memory_update(a->memory, a->h, &v->c);
@@ -936,6 +941,11 @@ static void reload_config(struct agent *a)
     a->cfg.profile = c.profile ? xstrdup(c.profile) : NULL;
     a->cfg.restore_on_exit = c.restore_on_exit;
     a->cfg.device_interval_s = c.device_interval_s;
+    if (c.fit_interval_s != a->cfg.fit_interval_s) { /* the points so far go */
+        agent_fit_free(a->fit);
+        a->fit = c.fit_interval_s > 0 ? agent_fit_new(a->h, c.fit_interval_s) : NULL;
+    }
+    a->cfg.fit_interval_s = c.fit_interval_s;
     agent_config_free(&c);
     if (load_model(a) < 0)
         model_default(&a->model);
@@ -1127,6 +1137,7 @@ static void agent_close(struct agent *a)
     agent_energy_free(a->energy);
     agent_cstate_free(a->cstate);
     agent_memory_free(a->memory);
+    agent_fit_free(a->fit);
     agent_attrib_free(a->attrib);
     if (a->sense)
         sense_close(a->sense);
@@ -1295,6 +1306,8 @@ int agent_run(const struct agent_config *start, const char *config_path, bool co
         r = agent_cstate_new(&a.cstate);
     if (r >= 0) /* nodes and DIMMs: read once, again on SIGHUP */
         r = agent_memory_new(a.h, &a.memory);
+    if (r >= 0 && a.cfg.fit_interval_s > 0) /* the power model fitted to the meter */
+        a.fit = agent_fit_new(a.h, a.cfg.fit_interval_s);
     if (r >= 0 && (r = open_fds(&a)) < 0)
         fprintf(stderr, "watt agent: %s\n", strerror(-r));
     if (r >= 0)

@@ -50,6 +50,8 @@ struct agent_config {
     double device_interval_s;        /* device runtime PM read afresh this often
                                         (0: every sample; < 0, the default: 10 s
                                         on a live root, 0 on a recorded one) */
+    double fit_interval_s;           /* seconds between fits of the power model to
+                                        the meter (docs/power-model.md); 0: off; 300 */
     /* the metrics `watt fleet run --metrics FILE` writes, served with ours
      * (text format); NULL: none */
     char *fleet_metrics;
@@ -66,7 +68,8 @@ int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
  * max_connections_per_client, timeout_s, header_timeout_s, max_request_bytes,
  * control, tls_cert, tls_key, auth_user, auth_password_file, insecure, profile, config_dir,
  * journal, restore_on_exit (booleans: parse_bool()), wakeups (auto|bpf|trace|proc|off),
- * cgroups (0..1000), device_interval_s (0..3600 s), fleet_metrics (an absolute path).
+ * cgroups (0..1000), device_interval_s (0..3600 s), fit_interval_s (0..86400 s, 0 off),
+ * fleet_metrics (an absolute path).
  * The names before the unit suffix (interval, timeout, header_timeout,
  * device_interval) are still read, each with a one-line deprecation note on
  * stderr naming FILE:LINE and the new name (docs/config.md). On error *C is

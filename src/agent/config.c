@@ -29,6 +29,7 @@ void agent_config_default(struct agent_config *c)
         .restore_on_exit = true,
         .cgroups = 10,
         .device_interval_s = -1, /* 10 on a live root, 0 on a recorded one */
+        .fit_interval_s = 300,
     };
 }
 
@@ -292,6 +293,10 @@ static int on_key(struct parse *p, const char *section, const char *key, const c
         if (!num(value, 0, 3600, &d))
             goto bad_range;
         p->c.device_interval_s = d;
+    } else if (streq(key, "fit_interval_s")) {
+        if (!num(value, 0, 86400, &d))
+            goto bad_range;
+        p->c.fit_interval_s = d;
     } else if (streq(key, "max_connections")) {
         if (!num(value, 1, 4096, &d) || d != floor(d))
             goto bad_range;

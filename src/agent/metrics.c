@@ -442,6 +442,13 @@ static void render_channels(struct mw *w, const struct power_summary *ps, enum a
         mw_label(w, "model", ps->model.name);
         mw_value_double(w, ps->estimated_w);
     }
+    /* the model fitted to this machine's meter (model/fit.h), beside the
+     * configured one: model="fitted" */
+    if (ps->fitted.fit.n && !ps->model.fit.n && isfinite(ps->fitted_w)) {
+        meter_series(w, "model", "node", "model");
+        mw_label(w, "model", "fitted");
+        mw_value_double(w, ps->fitted_w);
+    }
 }
 
 /* The node figure; a RAPL-based one gives way to the model's estimate

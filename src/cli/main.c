@@ -19,6 +19,7 @@ static const struct verb verbs[] = {
     {"tune", verb_tune,
      "apply a tuning profile (latency, powersave, ...) through the undo journal"},
     {"restore", verb_restore, "put back every value watt tune and the agent changed"},
+    {"model", verb_model, "fit the power model to measured points (as the agent does)"},
 };
 
 static void usage(FILE *f)

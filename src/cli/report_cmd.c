@@ -36,7 +36,8 @@ static void report_usage(FILE *f)
         "      --html FILE    one self-contained HTML page with plots, written to FILE\n"
         "  -r, --root DIR     read a recorded tree instead of / (also $WATT_ROOT)\n"
         "  -p, --per-cpu      text: a line per CPU even on large machines\n"
-        "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011)\n"
+        "  -m, --model M      power model: a built-in (specpower-2023, vm-vcpu, seed-2011),\n"
+        "                     fitted (the one the agent fitted to this machine's meter)\n"
         "                     or an INI file (docs/power-model.md)\n"
         "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
         "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
@@ -122,9 +123,41 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
+static bool wants_fitted(const struct report_opts *o)
+{
+    return o->model && streq(o->model, "fitted");
+}
+
 static int load_model(const struct report_opts *o, bool vm, struct power_model *m)
 {
+    if (wants_fitted(o)) { /* under the root: loaded once it is open */
+        model_default(m);
+        return 0;
+    }
     return cli_load_model("report", o->model, vm, o->pue, m);
+}
+
+/* The agent's fitted model: the node's model with --model fitted (an
+ * error when there is none), else shown beside a measurement when there
+ * is one (a broken one is said, and left out). */
+static int load_fitted(const struct report_opts *o, struct host *h, struct power_model *model,
+                       struct power_model *fitted, bool *ret_have)
+{
+    _cleanup_free_ char *err = NULL;
+    int r = cli_load_fitted(h, fitted, &err);
+    *ret_have = r == 0;
+    if (wants_fitted(o)) {
+        if (r < 0) {
+            text_printf(stderr, "watt report: %s\n", err);
+            return r;
+        }
+        *model = *fitted;
+        if (!isnan(o->pue))
+            model->pue = o->pue;
+        *ret_have = false; /* it is the node's model: shown as such */
+    } else if (r < 0 && r != -ENOENT)
+        text_printf(stderr, "watt report: the fitted model is left out: %s\n", err);
+    return 0;
 }
 
 /* CONFDIR/devices.conf, the device policy `watt tune` applies too. A
@@ -166,6 +199,14 @@ int verb_report(int argc, char **argv)
         cli_outfile_abort(&ho);
         devpolicy_free(pol);
         return 1;
+    }
+    struct power_model fitted;
+    bool have_fitted;
+    if (load_fitted(&o, h, &model, &fitted, &have_fitted) < 0) {
+        cli_outfile_abort(&ho);
+        host_close(h);
+        devpolicy_free(pol);
+        return 2;
     }
     struct sense *sense;
     sense_open(h, &sense);
@@ -209,6 +250,7 @@ int verb_report(int argc, char **argv)
         .per_cpu = o.per_cpu,
         .diags = &diags,
         .devpolicy = pol,
+        .fitted = have_fitted ? &fitted : NULL,
     };
     /* Node memory and DIMMs: levels and static facts, read once here. */
     struct memory_info mem;

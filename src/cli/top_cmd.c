@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/parse.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cli/top_view.h"
 #include "cli/verbs.h"
@@ -262,7 +263,8 @@ int verb_top(int argc, char **argv)
         return 2;
     }
     struct power_model model;
-    if (cli_load_model("top", o.model, false, NAN, &model) < 0)
+    bool fitted = o.model && streq(o.model, "fitted"); /* under the root: below */
+    if (!fitted && cli_load_model("top", o.model, false, NAN, &model) < 0)
         return 2;
     struct devpolicy *pol = NULL;
     if (load_policy(&o, &pol) < 0)
@@ -271,6 +273,13 @@ int verb_top(int argc, char **argv)
     if (cli_open_host(o.root, &h) < 0) {
         devpolicy_free(pol);
         return 1;
+    }
+    _cleanup_free_ char *err = NULL;
+    if (fitted && cli_load_fitted(h, &model, &err) < 0) {
+        text_printf(stderr, "watt top: %s\n", err);
+        host_close(h);
+        devpolicy_free(pol);
+        return 2;
     }
     struct top_collector_opts co = {.model = &model,
                                     .devpolicy = pol,

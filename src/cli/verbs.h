@@ -17,6 +17,7 @@ int verb_agent(int argc, char **argv);
 int verb_ctl(int argc, char **argv);
 int verb_tune(int argc, char **argv);    /* cli/tune.c */
 int verb_restore(int argc, char **argv); /* cli/tune.c */
+int verb_model(int argc, char **argv);   /* cli/model_cmd.c */
 int verb_top(int argc, char **argv);     /* cli/top_cmd.c */
 
 /* Shared option handling: opens the root for --root DIR / $WATT_ROOT and
@@ -29,3 +30,7 @@ int cli_open_host(const char *root, struct host **ret);
  * the verb. */
 struct power_model;
 int cli_load_model(const char *verb, const char *name, bool vm, double pue, struct power_model *m);
+/* The agent's fitted model under the root (cli/fitted.c): -ENOENT when
+ * there is none yet; every error with *ret_err one sentence naming the
+ * file (and line). */
+int cli_load_fitted(struct host *h, struct power_model *ret, char **ret_err);

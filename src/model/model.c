@@ -89,6 +89,24 @@ static int on_entry(void *user, const char *section, const char *key, const char
         p->err = xasprintf("unknown section [%s] (want [model])", section);
         return 0;
     }
+    if (streq(key, "fit_time")) {
+        if (strlen(val) >= sizeof(m->fit.time)) {
+            p->err = xasprintf("fit_time: longer than %zu characters", sizeof(m->fit.time) - 1);
+            return 0;
+        }
+        memcpy(m->fit.time, val, strlen(val) + 1);
+        return 1;
+    }
+    if (streq(key, "fit_n") || streq(key, "fit_cpus")) {
+        double v;
+        if (set_double(p, key, val, &v, 0, 1e9) && v == floor(v)) {
+            *(streq(key, "fit_n") ? &m->fit.n : &m->fit.cpus) = (unsigned)v;
+            return 1;
+        }
+        if (!p->err)
+            p->err = xasprintf("fit_n = '%s': want a whole number", val);
+        return 0;
+    }
     if (streq(key, "name") || streq(key, "description")) {
         char *dst = streq(key, "name") ? m->name : m->description;
         size_t size = streq(key, "name") ? sizeof(m->name) : sizeof(m->description);
@@ -111,6 +129,11 @@ static int on_entry(void *user, const char *section, const char *key, const char
         {"ghz_exponent", offsetof(struct power_model, ghz_exponent), 0, 4},
         {"error_pct", offsetof(struct power_model, error_pct), 0, 1000},
         {"pue", offsetof(struct power_model, pue), 1, 10},
+        {"fit_rmse_w", offsetof(struct power_model, fit.rmse_w), 0, 100000},
+        {"fit_mape_pct", offsetof(struct power_model, fit.mape_pct), 0, 100000},
+        {"fit_r2", offsetof(struct power_model, fit.r2), -1e6, 1},
+        {"fit_busy_min", offsetof(struct power_model, fit.busy_min), 0, 1e6},
+        {"fit_busy_max", offsetof(struct power_model, fit.busy_max), 0, 1e6},
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
         if (streq(key, nums[i].key))
@@ -124,6 +147,7 @@ int model_parse(const char *text, const char *origin, struct power_model *ret, c
 {
     struct power_model m;
     model_default(&m);
+    m.fit.r2 = NAN;
     snprintf(m.source, sizeof(m.source), "%s", origin);
     struct parse_ctx p = {.m = &m, .origin = origin};
     int r = ini_parse_string(text, on_entry, &p);
@@ -172,4 +196,32 @@ double model_estimate(const struct power_model *m, unsigned cores, double busy_c
     if (m->ghz_exponent > 0 && ghz > 0 && m->ref_ghz > 0)
         f = pow(ghz / m->ref_ghz, m->ghz_exponent);
     return m->idle_base_w + m->idle_per_core_w * cores + m->active_per_core_w * busy_cores * f;
+}
+
+void model_format(const struct power_model *m, const char *comment, struct strbuf *out)
+{
+    for (const char *c = comment; c && *c;) {
+        const char *nl = strchr(c, '\n');
+        size_t len = nl ? (size_t)(nl - c) : strlen(c);
+        strbuf_appendf(out, "# %.*s\n", (int)len, c);
+        c += len + (nl ? 1 : 0);
+    }
+    strbuf_appendf(out, "[model]\nname = %s\ndescription = %s\n", m->name, m->description);
+    strbuf_appendf(out,
+                   "idle_base_w = %.6g\nidle_per_core_w = %.6g\nactive_per_core_w = %.6g\n"
+                   "ref_ghz = %.6g\nghz_exponent = %.6g\nerror_pct = %.6g\npue = %.6g\n",
+                   m->idle_base_w, m->idle_per_core_w, m->active_per_core_w, m->ref_ghz,
+                   m->ghz_exponent, m->error_pct, m->pue);
+    if (!m->fit.n)
+        return;
+    strbuf_appendf(out, "fit_n = %u\nfit_rmse_w = %.6g\nfit_mape_pct = %.6g\n", m->fit.n,
+                   m->fit.rmse_w, m->fit.mape_pct);
+    if (isfinite(m->fit.r2))
+        strbuf_appendf(out, "fit_r2 = %.6g\n", fmax(-1e6, m->fit.r2));
+    strbuf_appendf(out, "fit_busy_min = %.6g\nfit_busy_max = %.6g\n", m->fit.busy_min,
+                   m->fit.busy_max);
+    if (m->fit.cpus)
+        strbuf_appendf(out, "fit_cpus = %u\n", m->fit.cpus);
+    if (m->fit.time[0])
+        strbuf_appendf(out, "fit_time = %s\n", m->fit.time);
 }

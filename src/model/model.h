@@ -12,6 +12,22 @@
 
 #include <stdbool.h>
 
+#include "base/strbuf.h"
+
+/* How a fitted model (model/fit.h) fitted: the fit_* keys of its file.
+ * n == 0: not a fitted model. */
+struct power_model_fit {
+    unsigned n;                /* points fitted */
+    double rmse_w;             /* root mean square residual, W */
+    double mape_pct;           /* mean absolute residual, % of the measured watts */
+    double r2;                 /* NaN when unknown */
+    double busy_min, busy_max; /* busy CPUs the points covered */
+    unsigned cpus;             /* the one CPU count of all points (idle_base_w
+                                * then holds the idle power of all CPUs); 0:
+                                * the CPU count varied, or unknown */
+    char time[32];             /* when, UTC ("2026-12-04T23:59:00Z"); "" unknown */
+};
+
 struct power_model {
     char name[64];            /* "seed-2011", shown as "estimated (seed-2011)" */
     char source[256];         /* the file it came from, or "built-in" */
@@ -23,6 +39,7 @@ struct power_model {
     double ghz_exponent;      /* 0: frequency ignored; 1: linear in f; ~2-3: V scaling */
     double error_pct;         /* stated error of the model (±%) */
     double pue;               /* facility watts per IT watt */
+    struct power_model_fit fit;
 };
 
 /* The built-in default: specpower-2023 (data/models/specpower-2023.ini). */
@@ -33,6 +50,10 @@ int model_builtin(const char *name, struct power_model *ret);
 int model_load(const char *path, struct power_model *ret, char **ret_err);
 /* Parse a model from INI text (the fuzz target's entry). */
 int model_parse(const char *text, const char *origin, struct power_model *ret, char **ret_err);
+
+/* The model as a file model_parse() reads back (fit_* keys when fitted);
+ * COMMENT, when given, is written first as "# " lines. */
+void model_format(const struct power_model *m, const char *comment, struct strbuf *out);
 
 /* Estimated IT watts; ghz <= 0 means unknown (the frequency term is 1). */
 double model_estimate(const struct power_model *m, unsigned cores, double busy_cores, double ghz);

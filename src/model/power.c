@@ -96,6 +96,9 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
         .pue = m->pue,
         .facility_w = NAN,
         .readings = *readings,
+        .poll_cpus = NAN,
+        .fit_busy_cores = NAN,
+        .fitted_w = NAN,
     };
     *readings = (struct power_readings){0};
     power_readings_mark_stuck(&ps->readings, busy_cores);

@@ -21,6 +21,15 @@ struct power_summary {
     double facility_w; /* it_w * pue */
     struct power_model model;
     struct power_readings readings; /* every measured channel, owned */
+    /* The fitted model (model/fit.h) counts time in the POLL idle state
+     * busy: the POLL share, and busy_cores + it, which a fitted model's
+     * estimate uses. NaN when unknown. */
+    double poll_cpus;
+    double fit_busy_cores;
+    /* A fitted model's estimate beside the measurement (fitted.fit.n > 0:
+     * one was given); estimated_w when the node's model is the fitted one. */
+    struct power_model fitted;
+    double fitted_w;
 };
 
 /* Choose the node figure from the readings (taking ownership of them):

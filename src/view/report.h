@@ -42,6 +42,9 @@ struct report_ctx {
      * caller after the samples; NULL: not read (the memory section says
      * so). */
     const struct memory_info *memory;
+    /* The model the agent fitted against this machine's meter (model/
+     * fit.h), shown beside a measurement; NULL: none (yet). */
+    const struct power_model *fitted;
 };
 
 /* The devices sample c's device judgements compare the current one with. */

@@ -11,6 +11,7 @@
 
 #include "base/table.h"
 #include "base/util.h"
+#include "model/fit.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
 #include "sense/gpu.h"
@@ -71,8 +72,44 @@ void report_power_build(const struct report_ctx *c, const struct power_model *m,
     }
     double busy = b ? procstat_busy_cpus(a->procstat, b->procstat) : NAN;
     double ghz = cpufreq_mean_busy_ghz(b ? a->cpufreq : NULL, c->cur->cpufreq);
-    power_summarise(ps, &r, m, cpuset_count(&c->cur->topo.online), busy, ghz);
+    unsigned cores = cpuset_count(&c->cur->topo.online);
+    /* a fitted model counts POLL busy (model/fit.h): it was fitted so */
+    double poll = b ? fit_poll_cpus(a->cpuidle, b->cpuidle, c->interval_s) : NAN;
+    double fit_busy = fit_busy_cpus(busy, poll, cores);
+    power_summarise(ps, &r, m, cores, m->fit.n ? fit_busy : busy, ghz);
+    ps->poll_cpus = poll;
+    ps->fit_busy_cores = fit_busy;
+    if (m->fit.n) {
+        ps->fitted = *m;
+        ps->fitted_w = ps->estimated_w;
+    } else if (c->fitted && c->fitted->fit.n) {
+        ps->fitted = *c->fitted;
+        if (!isnan(fit_busy))
+            ps->fitted_w = model_estimate(c->fitted, cores, fit_busy, ghz);
+    }
     stuck_diags(c, ps, busy);
+}
+
+/* "fit": how a fitted model fitted; null for a model that was not. */
+static void fit_json(const struct power_model *m, struct json *j)
+{
+    if (!m->fit.n) {
+        json_null(j);
+        return;
+    }
+    json_object_begin(j);
+    json_kv_u64(j, "n", m->fit.n);
+    json_kv_double(j, "rmse_w", m->fit.rmse_w);
+    json_kv_double(j, "mape_pct", m->fit.mape_pct);
+    json_kv_double(j, "r2", m->fit.r2);
+    json_kv_double(j, "busy_min", m->fit.busy_min);
+    json_kv_double(j, "busy_max", m->fit.busy_max);
+    if (m->fit.cpus)
+        json_kv_u64(j, "cpus", m->fit.cpus);
+    else
+        json_kv_null(j, "cpus");
+    json_kv_string(j, "time", m->fit.time[0] ? m->fit.time : NULL);
+    json_object_end(j);
 }
 
 static void channel_json(const struct power_reading *p, struct json *j)
@@ -111,6 +148,30 @@ static void model_json(const struct power_summary *ps, struct json *j)
     json_kv_double(j, "busy_cpus", ps->busy_cores);
     json_kv_double(j, "ghz", ps->ghz);
     json_kv_double(j, "estimated_w", ps->estimated_w);
+    if (m->fit.n) { /* only for a fitted model: the other documents stay as they were */
+        json_kv_double(j, "poll_cpus", ps->poll_cpus);
+        json_key(j, "fit");
+        fit_json(m, j);
+    }
+    json_object_end(j);
+}
+
+/* "fitted": the fitted model beside a measurement (or as the node's model). */
+static void fitted_json(const struct power_summary *ps, struct json *j)
+{
+    const struct power_model *m = &ps->fitted;
+    json_object_begin(j);
+    json_kv_string(j, "source", m->source);
+    json_kv_double(j, "estimated_w", ps->fitted_w);
+    json_kv_double(j, "busy_cpus", ps->fit_busy_cores);
+    json_kv_double(j, "poll_cpus", ps->poll_cpus);
+    json_kv_double(j, "idle_base_w", m->idle_base_w);
+    json_kv_double(j, "idle_per_cpu_w", m->idle_per_core_w);
+    json_kv_double(j, "active_per_cpu_w", m->active_per_core_w);
+    json_kv_double(j, "ref_ghz", m->ref_ghz);
+    json_kv_double(j, "ghz_exponent", m->ghz_exponent);
+    json_key(j, "fit");
+    fit_json(m, j);
     json_object_end(j);
 }
 
@@ -134,6 +195,10 @@ static void power_json(const struct report_ctx *c, struct json *j)
     json_object_end(j);
     json_key(j, "model");
     model_json(ps, j);
+    if (ps->fitted.fit.n) {
+        json_key(j, "fitted");
+        fitted_json(ps, j);
+    }
     json_key(j, "channels");
     json_array_begin(j);
     for (size_t i = 0; i < ps->readings.n; i++)
@@ -161,6 +226,35 @@ static void channels_text(const struct power_summary *ps, struct strbuf *out)
     table_free(&t);
 }
 
+/* The fitted model: its estimate beside a measurement, and how it fitted. */
+static void fitted_text(const struct power_summary *ps, struct strbuf *out)
+{
+    const struct power_model_fit *f = &ps->fitted.fit;
+    if (ps->measured && !isnan(ps->fitted_w))
+        strbuf_appendf(out,
+                       "  the fitted model would estimate %.1f W (RMSE %.1f W over %u samples)\n",
+                       ps->fitted_w, f->rmse_w, f->n);
+    _cleanup_free_ char *r2 = isnan(f->r2) ? xstrdup("") : xasprintf(", R² %.3f", f->r2);
+    _cleanup_free_ char *line =
+        xasprintf("fit (%s): RMSE %.1f W, mean absolute error %.1f %%%s, %u samples over "
+                  "%.2f..%.2f busy CPUs%s%s",
+                  ps->fitted.source, f->rmse_w, f->mape_pct, r2, f->n, f->busy_min, f->busy_max,
+                  f->time[0] ? ", fitted " : "", f->time);
+    report_wrap(out, "  ", 4, line);
+    if (f->cpus && f->cpus != ps->cores) {
+        _cleanup_free_ char *warn = xasprintf(
+            "the fit saw %u CPUs only, this machine has %u online: its idle power per CPU "
+            "could not be told from the base, so the estimate is off by that much per CPU",
+            f->cpus, ps->cores);
+        report_wrap(out, "  ", 4, warn);
+    }
+    if (!isnan(ps->poll_cpus) && ps->poll_cpus > 0)
+        strbuf_appendf(
+            out,
+            "  POLL: %.2f CPUs spinning in the POLL idle state, counted busy by the fitted model\n",
+            ps->poll_cpus);
+}
+
 static void node_text(const struct report_ctx *c, struct strbuf *out)
 {
     const struct power_summary *ps = c->power;
@@ -169,7 +263,10 @@ static void node_text(const struct report_ctx *c, struct strbuf *out)
         strbuf_appendf(out, "  node: %.1f W measured (%s)\n", ps->it_w, ps->source);
         _cleanup_free_ char *line = xasprintf("covers %s", ps->coverage);
         report_wrap(out, "  ", 4, line);
-    } else if (!isnan(ps->it_w))
+    } else if (!isnan(ps->it_w) && m->fit.n)
+        strbuf_appendf(out, "  node: %.1f W estimated (fitted, RMSE %.1f W over %u samples)\n",
+                       ps->it_w, m->fit.rmse_w, m->fit.n);
+    else if (!isnan(ps->it_w))
         strbuf_appendf(out, "  node: %.1f W estimated (%s, ±%.0f %%)\n", ps->it_w, m->name,
                        m->error_pct);
     else if (!c->b)
@@ -196,8 +293,10 @@ static void node_text(const struct report_ctx *c, struct strbuf *out)
     if (!isnan(ps->busy_cores))
         strbuf_appendf(out, "  model inputs: %.2f of %u CPUs busy%s\n", ps->busy_cores, ps->cores,
                        isnan(ps->ghz) ? "" : "");
-    if (ps->measured && !isnan(ps->estimated_w))
+    if (ps->measured && !isnan(ps->estimated_w) && !m->fit.n)
         strbuf_appendf(out, "  the model (%s) would estimate %.1f W\n", m->name, ps->estimated_w);
+    if (ps->fitted.fit.n)
+        fitted_text(ps, out);
     if (!isnan(ps->facility_w))
         strbuf_appendf(out, "  facility at PUE %.2f: %.1f W (%.1f W cooling and power delivery)\n",
                        ps->pue, ps->facility_w, ps->facility_w - ps->it_w);

@@ -30,6 +30,10 @@ static void check_model(const struct power_model *m)
     FUZZ_CHECK(m->ghz_exponent >= 0 && m->ghz_exponent <= 4);
     FUZZ_CHECK(m->error_pct >= 0 && m->error_pct <= 1000);
     FUZZ_CHECK(m->pue >= 1 && m->pue <= 10);
+    FUZZ_CHECK(terminated(m->fit.time, sizeof(m->fit.time)));
+    FUZZ_CHECK(m->fit.rmse_w >= 0 && m->fit.rmse_w <= 100000);
+    FUZZ_CHECK(m->fit.mape_pct >= 0 && m->fit.busy_min >= 0 && m->fit.busy_max >= 0);
+    FUZZ_CHECK(isnan(m->fit.r2) || m->fit.r2 <= 1);
 
     static const unsigned cores[] = {0, 1, 2, 48, 384, 8192};
     static const double ghz[] = {-1, 0, 0.8, 2.4, 5.0};
