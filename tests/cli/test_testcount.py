@@ -104,9 +104,11 @@ def main():
     try:
         with open(os.path.join(SRC, "tests", "cli", "meson.build")) as f:
             text = f.read()
-        for d in ("unit", "fleet", "fuzz"):
-            with open(os.path.join(SRC, "tests", d, "meson.build")) as f:
-                text += f.read()
+        for d in sorted(os.listdir(os.path.join(SRC, "tests"))):
+            mb = os.path.join(SRC, "tests", d, "meson.build")
+            if d != "cli" and os.path.isfile(mb):
+                with open(mb) as f:
+                    text += f.read()
         with open(os.path.join(SRC, "tests", "meson.build")) as f:
             text += f.read()
     except OSError as e:
