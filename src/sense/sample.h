@@ -20,6 +20,7 @@ struct latency_sample;
 struct clock_sample;
 struct cstate_pmu_sample;
 struct gpu_sample;
+struct dcmi_sample;
 
 /* Sentinel for an unsigned value that could not be read. */
 #define VAL_NONE UINT64_MAX
@@ -44,7 +45,8 @@ struct sample {
     struct latency_sample *latency;
     struct clock_sample *clock;
     struct cstate_pmu_sample *cstate_pmu;
-    struct gpu_sample *gpu; /* sense/gpu.h */
+    struct gpu_sample *gpu;   /* sense/gpu.h */
+    struct dcmi_sample *dcmi; /* sense/dcmi.h: the BMC's wall power */
 };
 
 /* Add a diagnostic for a failed read of a kernel path. */

@@ -36,6 +36,7 @@ enum sampler_id {
     SAMPLER_LATENCY,
     SAMPLER_CLOCK,
     SAMPLER_CSTATE_PMU,
+    SAMPLER_DCMI,
     _SAMPLER_MAX,
 };
 

@@ -12,6 +12,7 @@
 #include "base/util.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
+#include "sense/dcmi.h"
 #include "sense/hwmon.h"
 #include "sense/procstat.h"
 #include "sense/rapl.h"
@@ -45,6 +46,8 @@ void report_power_build(const struct report_ctx *c, const struct power_model *m,
         rapl_power(a->rapl, b ? b->rapl : NULL, c->interval_s, &r, c->diags);
     if (c->cur->hwmon)
         hwmon_power(a->hwmon, b ? b->hwmon : NULL, c->interval_s, &r, c->diags);
+    if (c->cur->dcmi)
+        dcmi_power(a->dcmi, b ? b->dcmi : NULL, &r, c->diags);
     double busy = b ? procstat_busy_cpus(a->procstat, b->procstat) : NAN;
     double ghz = cpufreq_mean_busy_ghz(b ? a->cpufreq : NULL, c->cur->cpufreq);
     power_summarise(ps, &r, m, cpuset_count(&c->cur->topo.online), busy, ghz);
@@ -67,6 +70,8 @@ static void channel_json(const struct power_reading *p, struct json *j)
     json_kv_double(j, "delta_j", p->delta_j);
     json_kv_double(j, "watts", p->watts);
     json_kv_string(j, "absent", p->stuck ? "the counter did not advance" : NULL);
+    if (!isnan(p->period_s))
+        json_kv_double(j, "period_s", p->period_s);
     json_object_end(j);
 }
 
