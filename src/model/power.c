@@ -42,7 +42,7 @@ static int meter_rank(const struct power_reading *p)
 
 /* One whole-server meter. Two meters of one server measure the same
  * watts: adding them would double-count. */
-static const struct power_reading *platform_meter(const struct power_readings *r)
+const struct power_reading *power_platform_meter(const struct power_readings *r)
 {
     const struct power_reading *best = NULL;
     for (size_t i = 0; i < r->n; i++) {
@@ -123,7 +123,7 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
 
     int n_psys, n_pkg, n_dram;
     bool all_psys, all_pkg, all_dram;
-    const struct power_reading *meter = platform_meter(&ps->readings);
+    const struct power_reading *meter = power_platform_meter(&ps->readings);
     double psys = sum_scope(&ps->readings, POWER_SCOPE_PSYS, &n_psys, &all_psys);
     double pkg = sum_scope(&ps->readings, POWER_SCOPE_PACKAGE, &n_pkg, &all_pkg);
     double dram = sum_scope(&ps->readings, POWER_SCOPE_DRAM, &n_dram, &all_dram);

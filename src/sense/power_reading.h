@@ -20,6 +20,7 @@ struct power_reading {
     char via[24];    /* "powercap", "perf", "sysfs" */
     char domain[64]; /* "package-0", "dram-1", "psys", "hwmon2/power1" */
     char label[64];  /* human text, "" when none */
+    char chip[24];   /* hwmon: the chip's name ("amdgpu", "amd_energy"), else "" */
     enum power_scope scope;
     int package;     /* package id for package/core/uncore/dram, else -1 */
     double joules;   /* cumulative energy in the later sample, NaN if not an energy counter */
