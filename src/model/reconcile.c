@@ -193,8 +193,11 @@ void reconcile_power(const struct power_readings *readings, double pue, struct r
     snprintf(rc.wall_via, sizeof(rc.wall_via), "%s", wall->via);
     snprintf(rc.wall_domain, sizeof(rc.wall_domain), "%s", wall->domain);
     rc.wall_w = wall->watts;
-    rc.unmeasured_w = rc.wall_w - rc.parts_w;
-    rc.parts_exceed = rc.unmeasured_w < 0;
+    /* Parts that gave no rate would be in the remainder: not a remainder
+     * then, unless what was measured already exceeds the wall. */
+    rc.parts_exceed = rc.parts_w > rc.wall_w;
+    if (rc.parts_complete || rc.parts_exceed)
+        rc.unmeasured_w = rc.wall_w - rc.parts_w;
     if (isfinite(pue) && pue > 0)
         rc.facility_w = rc.wall_w * pue;
     if (rc.parts_exceed)
@@ -204,8 +207,8 @@ void reconcile_power(const struct power_readings *readings, double pue, struct r
                  -rc.unmeasured_w);
     else if (!rc.parts_complete)
         snprintf(rc.note, sizeof(rc.note),
-                 "a part gave no rate (one snapshot, or a stuck counter): the remainder "
-                 "includes it");
+                 "a part gave no rate (one snapshot: use --interval; or a stuck counter): the "
+                 "remainder cannot be given");
     else
         snprintf(rc.note, sizeof(rc.note),
                  "the remainder is what no sensor covers: fans, disks, NICs, PSU and VR losses");

@@ -48,8 +48,9 @@ struct reconcile {
     struct reconcile_sum part[_RECONCILE_PARTS];
     double parts_w;      /* the added parts */
     bool parts_complete; /* every added channel gave a rate */
-    double unmeasured_w; /* wall - parts; NaN without a wall meter;
-                          * negative only when parts_exceed */
+    double unmeasured_w; /* wall - parts; NaN without a wall meter or
+                          * when a part gave no rate (it would be in the
+                          * remainder); negative only when parts_exceed */
     bool parts_exceed;   /* the parts add up to more than the wall: the
                           * sensors disagree (calibration, averaging
                           * windows, a double count we did not catch) */

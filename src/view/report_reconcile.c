@@ -51,7 +51,7 @@ static void reconcile_json(const struct report_ctx *c, struct json *j)
     json_kv_bool(j, "parts_complete", rc.parts_complete);
     json_kv_double(j, "unmeasured_w", rc.parts_exceed ? NAN : rc.unmeasured_w);
     json_kv_double(j, "unmeasured_pct",
-                   rc.have_wall && !rc.parts_exceed && rc.wall_w > 0
+                   !isnan(rc.unmeasured_w) && !rc.parts_exceed && rc.wall_w > 0
                        ? 100.0 * rc.unmeasured_w / rc.wall_w
                        : NAN);
     json_kv_bool(j, "parts_exceed_wall", rc.parts_exceed);
@@ -65,7 +65,7 @@ static void reconcile_json(const struct report_ctx *c, struct json *j)
 static void parts_table(const struct reconcile *rc, struct strbuf *out)
 {
     struct table t;
-    table_init(&t, "part", ">W", ">channels", "", NULL);
+    table_init(&t, "part", ">W", ">channels", "note", NULL);
     for (int i = 0; i < _RECONCILE_PARTS; i++) {
         const struct reconcile_sum *s = &rc->part[i];
         if (!s->channels && !s->no_rate)
@@ -97,9 +97,11 @@ static void reconcile_text(const struct report_ctx *c, struct strbuf *out)
         parts_table(&rc, out);
     strbuf_appendf(out, "  measured parts: %.1f W%s\n", rc.parts_w,
                    any ? (rc.parts_complete ? "" : " (incomplete)") : " (no part is metered)");
-    if (rc.have_wall && !rc.parts_exceed)
+    if (rc.have_wall && !rc.parts_exceed && !isnan(rc.unmeasured_w))
         strbuf_appendf(out, "  unmeasured: %.1f W (%.0f %% of the wall)\n", rc.unmeasured_w,
                        rc.wall_w > 0 ? 100.0 * rc.unmeasured_w / rc.wall_w : 0.0);
+    else if (rc.have_wall && !rc.parts_exceed)
+        strbuf_append(out, "  unmeasured: - (a part gave no rate)\n");
     else if (rc.have_wall)
         strbuf_appendf(out, "  unmeasured: - (the parts exceed the wall by %.1f W)\n",
                        -rc.unmeasured_w);
