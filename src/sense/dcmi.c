@@ -20,6 +20,7 @@ struct dcmi_state {
     bool lan;
     uint64_t next_open_ns; /* no open before this (back-off) */
     uint64_t next_read_ns; /* no read before this (the BMC's period) */
+    uint64_t last_io_ns;   /* the last answer from the BMC (open or read) */
     struct dcmi_sample last;
 };
 
@@ -77,6 +78,7 @@ static int dcmi_probe(struct host *h, void **ret_state, char **ret_reason)
         *ret_reason = xstrdup(why);
         return 0;
     }
+    st->last_io_ns = now_monotonic_ns();
     *ret_state = st;
     return 1;
 }
@@ -99,6 +101,16 @@ static void failed(struct dcmi_state *st, struct sample *s, uint64_t now, const 
     st->next_open_ns = now + DCMI_BACKOFF_NS;
 }
 
+/* freeipmi counts a LAN session dead once nothing came back for its
+ * session timeout, which is also the bound on one command: so a session
+ * idle for longer than DCMI_LAN_TIMEOUT_S is closed and a fresh one
+ * opened (Close Session sent, no BMC session slot left behind). */
+static bool session_stale(const struct dcmi_state *st, uint64_t now)
+{
+    return st->lan && st->conn &&
+           now - st->last_io_ns >= (uint64_t)(DCMI_LAN_TIMEOUT_S * 1e9) * 9 / 10;
+}
+
 static void read_now(struct dcmi_state *st, struct sample *s, uint64_t now)
 {
     char why[256];
@@ -111,16 +123,21 @@ static void read_now(struct dcmi_state *st, struct sample *s, uint64_t now)
                   (double)(st->next_open_ns - now) / 1e9);
         return;
     }
+    if (session_stale(st, now)) {
+        dcmi_close(st->conn);
+        st->conn = NULL;
+    }
+    uint64_t t0 = now_monotonic_ns();
     if (!st->conn && (r = open_conn(st, why, sizeof(why))) < 0) {
         failed(st, s, now, why, r);
         return;
     }
-    uint64_t t0 = now_monotonic_ns();
     if ((r = dcmi_power_read(st->conn, &p, why, sizeof(why))) < 0) {
         failed(st, s, now, why, r);
         return;
     }
     uint64_t t1 = now_monotonic_ns();
+    st->last_io_ns = t1;
     st->last = (struct dcmi_sample){
         .have = true,
         .fresh = true,

@@ -8,7 +8,9 @@
  * whichever is longer (capped at DCMI_MAX_READ_NS: some BMCs report the
  * time since their statistics were reset as the period), and in between
  * hands on the last reading with its age. A LAN read gives up after
- * DCMI_LAN_TIMEOUT_S, and after a failure the BMC is left alone for
+ * DCMI_LAN_TIMEOUT_S (a session idle that long is stale to freeipmi, so
+ * each LAN read opens a fresh one: two round trips, each bounded by the
+ * timeout), and after a failure the BMC is left alone for
  * DCMI_BACKOFF_NS, so the agent's one loop never waits on a dead BMC for
  * more than one timeout per back-off. */
 #pragma once
