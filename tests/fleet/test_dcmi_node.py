@@ -10,6 +10,8 @@ report's reconciliation, end to end through `watt` against ipmi_sim on
 - `watt report --json --bmc HOST:PORT` (password from a 0600 file): the node
   figure from "dcmi" over "lan", the BMC's current watts and period, and
   the reconciliation against the wall on the live root;
+- on the intel-2s root, which has an ACPI power meter: that one is chosen
+  over the BMC's, and the coverage says so and why;
 - on the gpu fixture root (three GPUs' hwmon chips, 438 W): parts under the
   wall (600 W: 162 W unmeasured) and over it (300 W: said, not negative);
 - a password file open to others refused; a wrong password: the sampler
@@ -111,6 +113,16 @@ def check_fixture(work, port, pwfile):
     assert rc["parts_exceed_wall"] and rc["unmeasured_w"] is None, rc
     assert near(rc["excess_w"], GPU_PARTS_W - 300) and "disagree" in rc["note"], rc
     print("ok - gpu root, 300 W wall: the parts exceed it:", rc["note"])
+    # Two wall meters: the ACPI power meter is chosen, and the coverage says
+    # over what and why; the BMC's reading is listed, not added.
+    doc = report("--interval", "1", "--root", os.path.join(FIX, "intel-2s"),
+                 *lan_args(port, pwfile))
+    pw = doc["power"]
+    assert pw["source"] == "acpi_power_meter", pw
+    assert "chosen over the other wall meter: sysfs, no BMC round trip" in pw["coverage"], pw
+    assert near(channel(doc, "dcmi")[0]["watts"], 300), pw["channels"]
+    assert doc["reconcile"]["wall_source"] == "acpi_power_meter", doc["reconcile"]
+    print("ok - two wall meters:", pw["coverage"])
     p = subprocess.run([WATT, "report", "--interval", "0", "--root", root, "--bmc-user", "x"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "go with --bmc" in p.stderr, (p.returncode, p.stderr)
