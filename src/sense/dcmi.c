@@ -202,7 +202,7 @@ int dcmi_power(const struct dcmi_sample *a, const struct dcmi_sample *b, struct 
     snprintf(p->via, sizeof(p->via), "%s", s->via);
     snprintf(p->domain, sizeof(p->domain), "bmc");
     p->scope = POWER_SCOPE_PLATFORM;
-    p->period_s = s->p.period_ms / 1000.0;
+    p->period = s->p.period_ms / 1000.0;
     if (!s->p.active) {
         diags_add(d, s->name, 0, "the BMC says its power measurement is not active: no wall power");
         snprintf(p->label, sizeof(p->label), "BMC: measurement not active");
@@ -210,6 +210,6 @@ int dcmi_power(const struct dcmi_sample *a, const struct dcmi_sample *b, struct 
     }
     p->watts = s->p.current_w;
     snprintf(p->label, sizeof(p->label), "BMC: average %.0f W over %.1f s", s->p.average_w,
-             p->period_s);
+             p->period);
     return 1;
 }

@@ -48,7 +48,7 @@ extern const struct sampler dcmi_sampler;
 
 /* The BMC's reading of the latest sample (b, or a when b is NULL) as one
  * power_reading: scope PLATFORM, source "dcmi", via "inband" or "lan",
- * domain "bmc", watts the BMC's current reading, period_s its statistics
+ * domain "bmc", watts the BMC's current reading, period its statistics
  * period, label its average over that period. An inactive measurement
  * gives no watts and a reason in D. Returns the number of readings added
  * (0 or 1). */

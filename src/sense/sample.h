@@ -45,8 +45,9 @@ struct sample {
     struct latency_sample *latency;
     struct clock_sample *clock;
     struct cstate_pmu_sample *cstate_pmu;
-    struct gpu_sample *gpu;   /* sense/gpu.h */
-    struct dcmi_sample *dcmi; /* sense/dcmi.h: the BMC's wall power */
+    struct gpu_sample *gpu; /* sense/gpu.h */
+    /* sense/dcmi.h: the BMC's wall power */
+    struct dcmi_sample *dcmi;
 };
 
 /* Add a diagnostic for a failed read of a kernel path. */

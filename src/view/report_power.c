@@ -70,8 +70,8 @@ static void channel_json(const struct power_reading *p, struct json *j)
     json_kv_double(j, "delta_j", p->delta_j);
     json_kv_double(j, "watts", p->watts);
     json_kv_string(j, "absent", p->stuck ? "the counter did not advance" : NULL);
-    if (!isnan(p->period_s))
-        json_kv_double(j, "period_s", p->period_s);
+    if (!isnan(p->period))
+        json_kv_double(j, "period_s", p->period);
     json_object_end(j);
 }
 
