@@ -14,6 +14,7 @@ report's reconciliation, end to end through `watt` against ipmi_sim on
   over the BMC's, and the coverage says so and why;
 - on the gpu fixture root (three GPUs' hwmon chips, 438 W): parts under the
   wall (600 W: 162 W unmeasured) and over it (300 W: said, not negative);
+- `watt top --once --json --bmc`: the node figure from "dcmi";
 - a password file open to others refused; a wrong password: the sampler
   unavailable with the BMC's refusal;
 - the agent (bmc = in its ini) on the gpu root with amdgpu's sensor only:
@@ -123,6 +124,14 @@ def check_fixture(work, port, pwfile):
     assert near(channel(doc, "dcmi")[0]["watts"], 300), pw["channels"]
     assert doc["reconcile"]["wall_source"] == "acpi_power_meter", doc["reconcile"]
     print("ok - two wall meters:", pw["coverage"])
+    # watt top: the node figure it splits comes from the BMC too.
+    kit.set_watts(work, "250")
+    p = subprocess.run([WATT, "top", "--once", "--json", "--interval", "1", "--root", root,
+                        *lan_args(port, pwfile)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    top = json.loads(p.stdout)["power"]
+    assert top["source"] == "dcmi" and near(top["node_w"], 250) and top["measured"], top
+    print("ok - watt top --once: node", top["node_w"], "W from", top["source"])
     p = subprocess.run([WATT, "report", "--interval", "0", "--root", root, "--bmc-user", "x"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "go with --bmc" in p.stderr, (p.returncode, p.stderr)
