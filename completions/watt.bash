@@ -138,11 +138,13 @@ _watt()
             _filedir csv
             return
             ;;
-        --output | -o | --config | --journal | --metrics | --constraints | --trace)
+        --output | -o | --config | --journal | --metrics | --constraints | --trace | \
+            --bmc-password-file)
             _filedir
             return
             ;;
-        --interval | -i | --pue | --limit | --listen | --synthetic | --seed | --jobs | \
+        --interval | -i | --pue | --limit | --listen | --synthetic | --seed | --jobs | --bmc | \
+            --bmc-user | \
             --boot-s | --boot-j | --off-w | --max-migrations | --policies | --ticks | --sample)
             return # a number or an address: nothing to offer
             ;;
@@ -152,11 +154,12 @@ _watt()
     local opts=""
     case $verb in
         report)
-            opts="--interval --json --html --root --per-cpu --model --pue --config-dir --help"
+            opts="--interval --json --html --root --per-cpu --model --pue --config-dir --bmc
+                --bmc-user --bmc-password-file --help"
             ;;
         top)
             opts="--interval --once --json --sort --limit --view --wakeups --no-trace --model
-                --config-dir --root --help"
+                --config-dir --root --bmc --bmc-user --bmc-password-file --help"
             ;;
         snapshot)
             opts="--output --root --help"

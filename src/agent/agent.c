@@ -34,6 +34,7 @@
 #include "host/host.h"
 #include "model/model.h"
 #include "sense/clock.h"
+#include "sense/dcmi.h"
 #include "sense/devpolicy.h"
 #include "view/report.h"
 #include "view/report_power.h"
@@ -647,6 +648,37 @@ static char *read_small(const char *path, const char *key, bool secret)
     }
     buf[n] = '\0';
     return buf;
+}
+
+/* The BMC read over the LAN (bmc =): its password file is a secret, as
+ * auth_password_file is. Set before sense_open(), whose "dcmi" probe
+ * opens the session; without bmc the sampler reads in-band. Read at start
+ * only: a SIGHUP does not reopen the sampler. */
+static int configure_bmc(const struct agent_config *c)
+{
+    if (!c->bmc) {
+        if (c->bmc_user || c->bmc_password_file) {
+            fprintf(stderr, "watt agent: bmc_user and bmc_password_file go with bmc\n");
+            return -EINVAL;
+        }
+        dcmi_sampler_configure(NULL);
+        return 0;
+    }
+    _cleanup_free_ char *password = NULL;
+    if (c->bmc_password_file) {
+        password = read_small(c->bmc_password_file, "bmc_password_file", true);
+        if (!password)
+            return -EINVAL;
+        password[strcspn(password, "\r\n")] = '\0';
+    }
+    dcmi_sampler_configure(&(struct dcmi_lan){
+        .host = c->bmc,
+        .user = c->bmc_user ? c->bmc_user : "",
+        .password = password ? password : "",
+    });
+    if (password)
+        explicit_bzero(password, strlen(password));
+    return 0;
 }
 
 /* TLS and basic auth: loaded before listening; listening beyond loopback
@@ -1288,6 +1320,9 @@ int agent_run(const struct agent_config *start, const char *config_path, bool co
     a.cfg.config_dir = start->config_dir ? xstrdup(start->config_dir) : NULL;
     a.cfg.journal = start->journal ? xstrdup(start->journal) : NULL;
     a.cfg.fleet_metrics = start->fleet_metrics ? xstrdup(start->fleet_metrics) : NULL;
+    a.cfg.bmc = start->bmc ? xstrdup(start->bmc) : NULL;
+    a.cfg.bmc_user = start->bmc_user ? xstrdup(start->bmc_user) : NULL;
+    a.cfg.bmc_password_file = start->bmc_password_file ? xstrdup(start->bmc_password_file) : NULL;
     a.self.start_time_s = (double)now_realtime_ns() / 1e9;
     a.confdir = xstrdup(agent_tuning_confdir(&a.cfg));
 
@@ -1298,6 +1333,8 @@ int agent_run(const struct agent_config *start, const char *config_path, bool co
     if (r >= 0 && (r = host_open_err(a.cfg.root, &a.h, &root_err)) < 0)
         fprintf(stderr, "watt agent: cannot open root %s: %s\n", a.cfg.root ? a.cfg.root : "/",
                 root_err ? root_err : strerror(-r));
+    if (r >= 0)
+        r = configure_bmc(&a.cfg);
     if (r >= 0 && (r = sense_open(a.h, &a.sense)) < 0)
         fprintf(stderr, "watt agent: cannot start sampling: %s\n", strerror(-r));
     if (r >= 0)

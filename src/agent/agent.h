@@ -55,6 +55,10 @@ struct agent_config {
     /* the metrics `watt fleet run --metrics FILE` writes, served with ours
      * (text format); NULL: none */
     char *fleet_metrics;
+    /* the BMC whose wall power the "dcmi" sampler reads over the LAN
+     * (HOST[:PORT]; NULL: in-band through /dev/ipmi0), its user and the
+     * file whose first line is its password (docs/dcmi-power.md) */
+    char *bmc, *bmc_user, *bmc_password_file;
 };
 
 void agent_config_default(struct agent_config *c);
@@ -69,7 +73,7 @@ int agent_parse_listen(const char *s, char **ret_host, uint16_t *ret_port);
  * control, tls_cert, tls_key, auth_user, auth_password_file, insecure, profile, config_dir,
  * journal, restore_on_exit (booleans: parse_bool()), wakeups (auto|bpf|trace|proc|off),
  * cgroups (0..1000), device_interval_s (0..3600 s), fit_interval_s (0..86400 s, 0 off),
- * fleet_metrics (an absolute path).
+ * fleet_metrics (an absolute path), bmc (HOST[:PORT]), bmc_user, bmc_password_file.
  * The names before the unit suffix (interval, timeout, header_timeout,
  * device_interval) are still read, each with a one-line deprecation note on
  * stderr naming FILE:LINE and the new name (docs/config.md). On error *C is

@@ -47,7 +47,10 @@ void agent_config_free(struct agent_config *c)
     free(c->config_dir);
     free(c->journal);
     free(c->fleet_metrics);
-    c->fleet_metrics = NULL;
+    free(c->bmc);
+    free(c->bmc_user);
+    free(c->bmc_password_file);
+    c->fleet_metrics = c->bmc = c->bmc_user = c->bmc_password_file = NULL;
     c->listen_host = c->root = c->model = c->control = NULL;
     c->tls_cert = c->tls_key = c->auth_user = c->auth_password_file = NULL;
     c->profile = c->config_dir = c->journal = NULL;
@@ -236,6 +239,12 @@ static int on_key(struct parse *p, const char *section, const char *key, const c
         if (!num(value, 1, 10, &d))
             goto bad_range;
         p->c.pue = d;
+    } else if (streq(key, "bmc") || streq(key, "bmc_user") || streq(key, "bmc_password_file")) {
+        char **f = streq(key, "bmc")        ? &p->c.bmc
+                   : streq(key, "bmc_user") ? &p->c.bmc_user
+                                            : &p->c.bmc_password_file;
+        free(*f);
+        *f = *value ? xstrdup(value) : NULL;
     } else if (streq(key, "tls_cert") || streq(key, "tls_key") || streq(key, "auth_user") ||
                streq(key, "auth_password_file")) {
         char **f = streq(key, "tls_cert")    ? &p->c.tls_cert
@@ -344,6 +353,9 @@ int agent_config_parse(const char *text, const char *origin, struct agent_config
     p.c.config_dir = dup_or_null(c->config_dir);
     p.c.journal = dup_or_null(c->journal);
     p.c.fleet_metrics = dup_or_null(c->fleet_metrics);
+    p.c.bmc = dup_or_null(c->bmc);
+    p.c.bmc_user = dup_or_null(c->bmc_user);
+    p.c.bmc_password_file = dup_or_null(c->bmc_password_file);
     int r = ini_parse_stream(reader, &p, on_entry, &p);
     if (!p.err && r > 0) {
         p.err = xstrdup("not INI (want key = value lines under [agent])");

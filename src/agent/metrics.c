@@ -21,6 +21,7 @@
 #include "base/json.h"
 #include "base/util.h"
 #include "config.h"
+#include "model/reconcile.h"
 #include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
 #include "sense/devices.h"
@@ -200,6 +201,15 @@ static const struct fam f_power =
 static const struct fam f_node = GAUGE("watt_node_power_watts", "watts",
                                        "The node's IT power, measured where a meter covers it, "
                                        "else estimated by the power model.");
+static const struct fam f_parts =
+    GAUGE("watt_node_measured_parts_watts", "watts",
+          "Power of the measured parts of the node (packages, psys, dram, gpus, other device "
+          "sensors), each counted once, as watt report's reconciliation adds them.");
+static const struct fam f_unmeasured =
+    GAUGE("watt_node_unmeasured_watts", "watts",
+          "The wall meter (source) minus the measured parts: what no sensor covers (fans, "
+          "disks, NICs, PSU losses). Negative only when the parts exceed the wall: the sensors "
+          "disagree.");
 static const struct fam f_facility =
     GAUGE("watt_facility_power_watts", "watts", "The node's IT power times the PUE.");
 static const struct fam f_pue =
@@ -480,6 +490,37 @@ static void render_node(struct mw *w, const struct power_summary *ps, enum agent
     single_double(w, &f_pue, pue);
 }
 
+/* The wall against the measured parts (model/reconcile.h). RAPL's
+ * privacy modes hold here too: with rapl_energy = off a part from RAPL is
+ * not shown, nor the remainder it would reveal; coarse rounds them. */
+static void render_reconcile(struct mw *w, const struct power_summary *ps,
+                             enum agent_rapl_mode rapl)
+{
+    struct reconcile rc;
+    reconcile_power(&ps->readings, ps->pue, &rc);
+    bool rapl_part = false;
+    for (int i = RECONCILE_PACKAGES; i <= RECONCILE_DRAM; i++)
+        rapl_part |= !rc.part[i].excluded && rc.part[i].channels > 0;
+    if (rapl_part && rapl == AGENT_RAPL_OFF)
+        return;
+    bool round_to = rapl_part && rapl == AGENT_RAPL_COARSE;
+    mw_fam(w, &f_parts);
+    for (int i = 0; i < _RECONCILE_PARTS; i++) {
+        const struct reconcile_sum *sum = &rc.part[i];
+        if (sum->excluded || !sum->channels || sum->no_rate)
+            continue;
+        mw_series(w);
+        mw_label(w, "part", reconcile_part_name((enum reconcile_part)i));
+        mw_value_double(w, round_to ? round(sum->watts) : sum->watts);
+    }
+    if (!isfinite(rc.unmeasured_w))
+        return;
+    mw_fam(w, &f_unmeasured);
+    mw_series(w);
+    mw_label(w, "source", rc.wall_source);
+    mw_value_double(w, round_to ? round(rc.unmeasured_w) : rc.unmeasured_w);
+}
+
 static void render_power(struct mw *w, const struct report_ctx *c, enum agent_rapl_mode rapl,
                          double pue)
 {
@@ -487,6 +528,7 @@ static void render_power(struct mw *w, const struct report_ctx *c, enum agent_ra
         return;
     render_channels(w, c->power, rapl);
     render_node(w, c->power, rapl, pue);
+    render_reconcile(w, c->power, rapl);
 }
 
 enum cs_field { CS_TIME, CS_USAGE, CS_DISABLED };

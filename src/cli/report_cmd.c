@@ -9,6 +9,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "base/util.h"
+#include "cli/bmc_opts.h"
 #include "cli/outfile.h"
 #include "cli/verbs.h"
 #include "config.h"
@@ -26,6 +27,7 @@ static void report_usage(FILE *f)
     fputs(
         "usage: watt report [--interval SECONDS] [--json | --html FILE] [--root DIR] [--per-cpu]\n"
         "                   [--model FILE|NAME] [--pue X] [--config-dir DIR]\n"
+        "                   [--bmc HOST[:PORT] [--bmc-user U] [--bmc-password-file F]]\n"
         "\n"
         "Two samples SECONDS apart (default 1; 0 = one snapshot, no rates) of power\n"
         "(measured or estimated, and which), C-states, frequency, utilisation, wake-ups,\n"
@@ -41,7 +43,8 @@ static void report_usage(FILE *f)
         "                     or an INI file (docs/power-model.md)\n"
         "      --pue X        facility watts per IT watt (default from the model, 1.5)\n"
         "  -c, --config-dir D where devices.conf, the device allow/deny list shared with\n"
-        "                     `watt tune`, is (default /etc/watt; also $WATT_CONFIG_DIR)\n",
+        "                     `watt tune`, is (default /etc/watt; also "
+        "$WATT_CONFIG_DIR)\n" CLI_BMC_USAGE,
         f);
 }
 
@@ -52,6 +55,7 @@ struct report_opts {
     const char *html;       /* --html FILE; NULL: text or JSON on stdout */
     const char *config_dir; /* NULL: $WATT_CONFIG_DIR, else /etc/watt */
     double pue;
+    struct cli_bmc bmc; /* --bmc: the wall power from a BMC over the LAN */
 };
 
 static int parse_opts(int argc, char **argv, struct report_opts *o)
@@ -66,6 +70,7 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
         {"config-dir", required_argument, NULL, 'c'},
         {"html", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
+        CLI_BMC_LONGOPTS,
         {0},
     };
     *o = (struct report_opts){.interval = 1.0, .pue = NAN};
@@ -107,6 +112,8 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
             report_usage(stdout);
             return 1;
         default:
+            if (cli_bmc_option(&o->bmc, ch, optarg))
+                break;
             report_usage(stderr);
             return -EINVAL;
         }
@@ -185,6 +192,8 @@ int verb_report(int argc, char **argv)
     struct power_model model;
     if (load_model(&o, false, &model) < 0)
         return 2; /* a broken model file fails before any sampling */
+    if (cli_bmc_apply("report", &o.bmc) < 0)
+        return 2;
     struct devpolicy *pol = NULL;
     if (load_devpolicy(&o, &pol) < 0)
         return 2;

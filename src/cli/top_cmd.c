@@ -13,6 +13,7 @@
 #include "base/parse.h"
 #include "base/text.h"
 #include "base/util.h"
+#include "cli/bmc_opts.h"
 #include "cli/top_view.h"
 #include "cli/verbs.h"
 #include "config.h"
@@ -28,6 +29,7 @@ struct top_opts {
     enum top_view view;
     size_t limit;
     const char *root, *model, *config_dir;
+    struct cli_bmc bmc; /* --bmc: the wall power from a BMC over the LAN */
 };
 
 static void top_usage(FILE *f)
@@ -35,6 +37,7 @@ static void top_usage(FILE *f)
     fputs("usage: watt top [--interval SECONDS] [--once] [--json] [--sort KEY] [--limit N]\n"
           "                [--view VIEW] [--wakeups MODE] [--no-trace] [--model NAME|FILE]\n"
           "                [--config-dir DIR]\n"
+          "                [--bmc HOST[:PORT] [--bmc-user U] [--bmc-password-file F]]\n"
           "                [--root DIR]\n"
           "\n"
           "Who keeps the CPUs awake and who uses the power, live: wake-ups per process,\n"
@@ -52,8 +55,8 @@ static void top_usage(FILE *f)
           "  --no-trace      do not use tracepoints: wake-ups from /proc only (--wakeups proc)\n"
           "  --model M       the power model where no meter exists (as for watt report)\n"
           "  --config-dir D  where devices.conf is (default /etc/watt, or $WATT_CONFIG_DIR)\n"
-          "  --root DIR      read a recorded tree instead of this machine (no tracing)\n"
-          "\n"
+          "  --root DIR      read a recorded tree instead of this machine (no "
+          "tracing)\n" CLI_BMC_USAGE "\n"
           "Keys in the TUI: 1-5 or Tab views, w/p/c/i/u sort, +/- interval, space refresh,\n"
           "h help, q quit. Tracing needs root (or CAP_PERFMON and tracefs access).\n"
           "Exit status: 0 done, 1 error, 2 usage. See docs/top.md.\n",
@@ -105,6 +108,7 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
         {"config-dir", required_argument, NULL, 'C'},
         {"root", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
+        CLI_BMC_LONGOPTS,
         {0},
     };
     *o = (struct top_opts){.interval = 2};
@@ -160,6 +164,8 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
             top_usage(stdout);
             return 1;
         default:
+            if (cli_bmc_option(&o->bmc, c, optarg))
+                break;
             top_usage(stderr);
             return -EINVAL;
         }
@@ -262,6 +268,8 @@ int verb_top(int argc, char **argv)
         fputs("watt top: the TUI needs a terminal; use --once (with --json for scripts)\n", stderr);
         return 2;
     }
+    if (cli_bmc_apply("top", &o.bmc) < 0)
+        return 2;
     struct power_model model;
     bool fitted = o.model && streq(o.model, "fitted"); /* under the root: below */
     if (!fitted && cli_load_model("top", o.model, false, NAN, &model) < 0)

@@ -28,21 +28,40 @@ static double sum_scope(const struct power_readings *r, enum power_scope scope, 
     return w;
 }
 
-/* One whole-server meter: the ACPI power meter first, else the first
- * platform channel. Two meters of one server measure the same watts:
- * adding them would double-count. */
-static const struct power_reading *platform_meter(const struct power_readings *r)
+/* Which whole-server meter is preferred: the ACPI power meter (read from
+ * sysfs, no BMC round trip, averaged by the firmware over its own
+ * interval), then the BMC's DCMI reading (the wall as the BMC measures it:
+ * the same PSUs, a slower path), then any other platform sensor (an hwmon
+ * chip labelled "System Power"). Lower is better. */
+static int meter_rank(const struct power_reading *p)
+{
+    if (streq(p->source, "acpi_power_meter"))
+        return 0;
+    return streq(p->source, "dcmi") ? 1 : 2;
+}
+
+/* One whole-server meter. Two meters of one server measure the same
+ * watts: adding them would double-count. */
+const struct power_reading *power_platform_meter(const struct power_readings *r)
 {
     const struct power_reading *best = NULL;
     for (size_t i = 0; i < r->n; i++) {
         const struct power_reading *p = &r->v[i];
         if (p->scope != POWER_SCOPE_PLATFORM || isnan(p->watts))
             continue;
-        if (!best ||
-            (streq(p->source, "acpi_power_meter") && !streq(best->source, "acpi_power_meter")))
+        if (!best || meter_rank(p) < meter_rank(best))
             best = p;
     }
     return best;
+}
+
+/* How many platform meters gave watts. */
+static unsigned platform_meters(const struct power_readings *r)
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += r->v[i].scope == POWER_SCOPE_PLATFORM && !isnan(r->v[i].watts);
+    return n;
 }
 
 static bool has_scope(const struct power_readings *r, enum power_scope scope)
@@ -107,13 +126,20 @@ void power_summarise(struct power_summary *ps, struct power_readings *readings,
 
     int n_psys, n_pkg, n_dram;
     bool all_psys, all_pkg, all_dram;
-    const struct power_reading *meter = platform_meter(&ps->readings);
+    const struct power_reading *meter = power_platform_meter(&ps->readings);
     double psys = sum_scope(&ps->readings, POWER_SCOPE_PSYS, &n_psys, &all_psys);
     double pkg = sum_scope(&ps->readings, POWER_SCOPE_PACKAGE, &n_pkg, &all_pkg);
     double dram = sum_scope(&ps->readings, POWER_SCOPE_DRAM, &n_dram, &all_dram);
     if (meter) {
-        char cov[128];
-        snprintf(cov, sizeof(cov), "the whole server (%s %s)", meter->source, meter->domain);
+        char cov[192];
+        if (platform_meters(&ps->readings) > 1)
+            snprintf(cov, sizeof(cov),
+                     "the whole server (%s %s; chosen over the other wall meter%s: %s)",
+                     meter->source, meter->domain, platform_meters(&ps->readings) > 2 ? "s" : "",
+                     meter_rank(meter) == 0 ? "sysfs, no BMC round trip"
+                                            : "the BMC's own wall reading");
+        else
+            snprintf(cov, sizeof(cov), "the whole server (%s %s)", meter->source, meter->domain);
         set_measured(ps, meter->watts, meter->source, cov);
     } else if (n_psys && all_psys) {
         set_measured(ps, psys, "rapl psys", "the SoC platform (RAPL psys)");

@@ -41,3 +41,7 @@ struct power_summary {
 void power_summarise(struct power_summary *ps, struct power_readings *readings,
                      const struct power_model *m, unsigned cores, double busy_cores, double ghz);
 void power_summary_free(struct power_summary *ps);
+/* The whole-server meter the node figure uses: the ACPI power meter, else
+ * the BMC's DCMI reading, else another platform sensor; only readings
+ * with watts; NULL when none. */
+const struct power_reading *power_platform_meter(const struct power_readings *r);

@@ -1,23 +1,46 @@
 /* DCMI power reading through libfreeipmi, in-band or over the LAN
  * (dcmi_power.h). The fleet's engine (src/fleet/engine/ipmi.c) reads the
  * same command for each host of a site, with its own retries and locking;
- * this is the node's own reader. */
+ * this is the node's own reader. libfreeipmi is loaded at run time
+ * (dlopen, sense/freeipmi_abi.h), once per process, so `watt` and its
+ * agent do not link it and run without it: only the BMC source is then
+ * absent, with the reason. */
 #include "sense/dcmi_power.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <freeipmi/freeipmi.h>
+#include "sense/freeipmi_abi.h"
 
 #define DCMI_DEFAULT_CIPHER    3
 #define DCMI_DEFAULT_TIMEOUT_S 5.0
 #define DCMI_MIN_RETRANSMIT_MS 100
 
+/* The library's calls, resolved once. */
+static struct {
+    void *dl;
+    fi_ctx_create_fn ctx_create;
+    fi_ctx_errnum_fn ctx_errnum;
+    fi_ctx_errormsg_fn ctx_errormsg;
+    fi_ctx_open_inband_fn ctx_open_inband;
+    fi_ctx_open_outofband_2_0_fn ctx_open_outofband_2_0;
+    fi_ctx_close_fn ctx_close;
+    fi_ctx_destroy_fn ctx_destroy;
+    fi_rmcpplus_init_fn rmcpplus_init;
+    fi_obj_create_fn obj_create;
+    fi_obj_destroy_fn obj_destroy;
+    fi_obj_get_fn obj_get;
+    fi_cmd_dcmi_get_power_reading_fn cmd_get_power_reading;
+    fi_completion_code_dcmi_strerror_cmd_r_fn cc_strerror;
+    fi_template_ptr tmpl_power_reading_rs;
+} fi;
+
 struct dcmi_conn {
-    ipmi_ctx_t ctx;
+    fi_ctx_t ctx;
     char name[80]; /* "in-band", "lan 127.0.0.1:9623" */
 };
 
@@ -32,38 +55,89 @@ static void say(char *why, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *dcmi_library_name(void)
+{
+    const char *env = getenv(DCMI_ENV_LIBRARY);
+    return env && *env ? env : FI_LIBRARY;
+}
+
+/* One symbol, or the name of the first one missing. */
+static void *sym(const char *name, const char **missing)
+{
+    void *p = dlsym(fi.dl, name);
+    if (!p && !*missing)
+        *missing = name;
+    return p;
+}
+
+int dcmi_library_load(char *why, size_t size)
+{
+    const char *name = dcmi_library_name(), *missing = NULL;
+
+    if (fi.dl)
+        return 0;
+    if (!(fi.dl = dlopen(name, RTLD_NOW | RTLD_LOCAL))) {
+        say(why, size, "%s not found: install libfreeipmi17", name);
+        return -ENOENT;
+    }
+    fi.ctx_create = (fi_ctx_create_fn)sym("ipmi_ctx_create", &missing);
+    fi.ctx_errnum = (fi_ctx_errnum_fn)sym("ipmi_ctx_errnum", &missing);
+    fi.ctx_errormsg = (fi_ctx_errormsg_fn)sym("ipmi_ctx_errormsg", &missing);
+    fi.ctx_open_inband = (fi_ctx_open_inband_fn)sym("ipmi_ctx_open_inband", &missing);
+    fi.ctx_open_outofband_2_0 =
+        (fi_ctx_open_outofband_2_0_fn)sym("ipmi_ctx_open_outofband_2_0", &missing);
+    fi.ctx_close = (fi_ctx_close_fn)sym("ipmi_ctx_close", &missing);
+    fi.ctx_destroy = (fi_ctx_destroy_fn)sym("ipmi_ctx_destroy", &missing);
+    fi.rmcpplus_init = (fi_rmcpplus_init_fn)sym("ipmi_rmcpplus_init", &missing);
+    fi.obj_create = (fi_obj_create_fn)sym("fiid_obj_create", &missing);
+    fi.obj_destroy = (fi_obj_destroy_fn)sym("fiid_obj_destroy", &missing);
+    fi.obj_get = (fi_obj_get_fn)sym("FIID_OBJ_GET", &missing);
+    fi.cmd_get_power_reading =
+        (fi_cmd_dcmi_get_power_reading_fn)sym("ipmi_cmd_dcmi_get_power_reading", &missing);
+    fi.cc_strerror = (fi_completion_code_dcmi_strerror_cmd_r_fn)sym(
+        "ipmi_completion_code_dcmi_strerror_cmd_r", &missing);
+    fi.tmpl_power_reading_rs = sym("tmpl_cmd_dcmi_get_power_reading_rs", &missing);
+    if (missing) {
+        say(why, size, "%s has no %s: not the FreeIPMI 1.x library", name, missing);
+        dlclose(fi.dl);
+        fi.dl = NULL;
+        return -ENOSYS;
+    }
+    return 0;
+}
+
 /* freeipmi's error, as a negative errno. */
 static int ipmi_errno(int errnum)
 {
     switch (errnum) {
-    case IPMI_ERR_DEVICE_NOT_FOUND:
+    case FI_ERR_DEVICE_NOT_FOUND:
         return -ENOENT;
-    case IPMI_ERR_PERMISSION:
-    case IPMI_ERR_USERNAME_INVALID:
-    case IPMI_ERR_PASSWORD_INVALID:
-    case IPMI_ERR_K_G_INVALID:
-    case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
-    case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
+    case FI_ERR_PERMISSION:
+    case FI_ERR_USERNAME_INVALID:
+    case FI_ERR_PASSWORD_INVALID:
+    case FI_ERR_K_G_INVALID:
+    case FI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
+    case FI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
         return -EACCES;
-    case IPMI_ERR_CONNECTION_TIMEOUT:
-    case IPMI_ERR_SESSION_TIMEOUT:
-    case IPMI_ERR_DRIVER_TIMEOUT:
-    case IPMI_ERR_MESSAGE_TIMEOUT:
+    case FI_ERR_CONNECTION_TIMEOUT:
+    case FI_ERR_SESSION_TIMEOUT:
+    case FI_ERR_DRIVER_TIMEOUT:
+    case FI_ERR_MESSAGE_TIMEOUT:
         return -ETIMEDOUT;
-    case IPMI_ERR_DRIVER_BUSY:
-    case IPMI_ERR_BMC_BUSY:
+    case FI_ERR_DRIVER_BUSY:
+    case FI_ERR_BMC_BUSY:
         return -EBUSY;
-    case IPMI_ERR_COMMAND_INVALID_OR_UNSUPPORTED:
-    case IPMI_ERR_COMMAND_INVALID_FOR_SELECTED_INTERFACE:
-    case IPMI_ERR_DEVICE_NOT_SUPPORTED:
-    case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
-    case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
-    case IPMI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
+    case FI_ERR_COMMAND_INVALID_OR_UNSUPPORTED:
+    case FI_ERR_COMMAND_INVALID_FOR_SELECTED_INTERFACE:
+    case FI_ERR_DEVICE_NOT_SUPPORTED:
+    case FI_ERR_IPMI_2_0_UNAVAILABLE:
+    case FI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
+    case FI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
         return -EOPNOTSUPP;
-    case IPMI_ERR_HOSTNAME_INVALID:
-    case IPMI_ERR_PARAMETERS:
+    case FI_ERR_HOSTNAME_INVALID:
+    case FI_ERR_PARAMETERS:
         return -EINVAL;
-    case IPMI_ERR_OUT_OF_MEMORY:
+    case FI_ERR_OUT_OF_MEMORY:
         return -ENOMEM;
     default:
         return -EIO;
@@ -76,7 +150,7 @@ static struct dcmi_conn *conn_new(void)
 
     if (!c)
         return NULL;
-    if (!(c->ctx = ipmi_ctx_create())) {
+    if (!(c->ctx = fi.ctx_create())) {
         free(c);
         return NULL;
     }
@@ -85,29 +159,30 @@ static struct dcmi_conn *conn_new(void)
 
 int dcmi_open_inband(struct dcmi_conn **ret, char *why, size_t size)
 {
-    struct dcmi_conn *c = conn_new();
+    struct dcmi_conn *c;
     int errnum, r;
 
-    if (!c) {
+    if ((r = dcmi_library_load(why, size)) < 0)
+        return r;
+    if (!(c = conn_new())) {
         say(why, size, "in-band: out of memory");
         return -ENOMEM;
     }
     snprintf(c->name, sizeof(c->name), "in-band");
     /* The OpenIPMI driver's device (freeipmi's default path, ipmi0); no
      * KCS/SSIF port I/O of our own, which would race the kernel's driver. */
-    if (ipmi_ctx_open_inband(c->ctx, IPMI_DEVICE_OPENIPMI, 0, 0, 0, NULL, 0, IPMI_FLAGS_DEFAULT) ==
-        0) {
+    if (fi.ctx_open_inband(c->ctx, FI_DEVICE_OPENIPMI, 0, 0, 0, NULL, 0, FI_FLAGS_DEFAULT) == 0) {
         *ret = c;
         return 0;
     }
-    errnum = ipmi_ctx_errnum(c->ctx);
+    errnum = fi.ctx_errnum(c->ctx);
     r = ipmi_errno(errnum);
-    if (errnum == IPMI_ERR_DEVICE_NOT_FOUND)
+    if (errnum == FI_ERR_DEVICE_NOT_FOUND)
         say(why, size, "in-band: no /dev/ipmi0 (load ipmi_si or ipmi_ssif, and ipmi_devintf)");
-    else if (errnum == IPMI_ERR_PERMISSION)
+    else if (errnum == FI_ERR_PERMISSION)
         say(why, size, "in-band: /dev/ipmi0: permission denied (needs root or the device's group)");
     else
-        say(why, size, "in-band: cannot open /dev/ipmi0: %s", ipmi_ctx_errormsg(c->ctx));
+        say(why, size, "in-band: cannot open /dev/ipmi0: %s", fi.ctx_errormsg(c->ctx));
     dcmi_close(c);
     return r;
 }
@@ -123,12 +198,12 @@ static int open_lan_2_0(struct dcmi_conn *c, const struct dcmi_lan *lan, bool op
     /* ADMIN privilege, as ipmitool and the fleet's engine ask: DCMI says
      * User is enough for Get Power Reading, but BMCs that route the group
      * extension by netfn (ipmi_sim's loadlib) want Administrator. */
-    return ipmi_ctx_open_outofband_2_0(
-        c->ctx, lan->host, lan->user, lan->password, NULL, 0, IPMI_PRIVILEGE_LEVEL_ADMIN,
-        lan->cipher ? lan->cipher : DCMI_DEFAULT_CIPHER, timeout_ms, retrans_ms,
-        open_priv ? IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE
-                  : IPMI_WORKAROUND_FLAGS_DEFAULT,
-        IPMI_FLAGS_DEFAULT);
+    return fi.ctx_open_outofband_2_0(
+        c->ctx, lan->host, lan->user, lan->password, NULL, 0, FI_PRIVILEGE_LEVEL_ADMIN,
+        (uint8_t)(lan->cipher ? lan->cipher : DCMI_DEFAULT_CIPHER), timeout_ms, retrans_ms,
+        open_priv ? FI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIV
+                  : FI_WORKAROUND_FLAGS_DEFAULT,
+        FI_FLAGS_DEFAULT);
 }
 
 int dcmi_open_lan(const struct dcmi_lan *lan, struct dcmi_conn **ret, char *why, size_t size)
@@ -141,9 +216,11 @@ int dcmi_open_lan(const struct dcmi_lan *lan, struct dcmi_conn **ret, char *why,
         say(why, size, "lan: no BMC host, user or password given");
         return -EINVAL;
     }
+    if ((r = dcmi_library_load(why, size)) < 0)
+        return r;
     if (!crypto_ready) {
         /* libgcrypt for RMCP+; freeipmi wants it before threads start. */
-        if (ipmi_rmcpplus_init() < 0) {
+        if (fi.rmcpplus_init() < 0) {
             say(why, size, "lan %s: cannot initialise freeipmi's crypto library", lan->host);
             return -EIO;
         }
@@ -158,9 +235,9 @@ int dcmi_open_lan(const struct dcmi_lan *lan, struct dcmi_conn **ret, char *why,
     /* A BMC that answers "the highest privilege" in Open Session with
      * level 0 (ipmi_sim does) gets the level asked for, as ipmitool sends
      * it: the fleet's engine learns the same. */
-    if (r < 0 && ipmi_ctx_errnum(c->ctx) == IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED) {
-        ipmi_ctx_destroy(c->ctx);
-        if (!(c->ctx = ipmi_ctx_create())) {
+    if (r < 0 && fi.ctx_errnum(c->ctx) == FI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED) {
+        fi.ctx_destroy(c->ctx);
+        if (!(c->ctx = fi.ctx_create())) {
             free(c);
             say(why, size, "lan %s: out of memory", lan->host);
             return -ENOMEM;
@@ -171,19 +248,19 @@ int dcmi_open_lan(const struct dcmi_lan *lan, struct dcmi_conn **ret, char *why,
         *ret = c;
         return 0;
     }
-    errnum = ipmi_ctx_errnum(c->ctx);
+    errnum = fi.ctx_errnum(c->ctx);
     say(why, size, "lan %s: cannot open an IPMI 2.0 session: %s", lan->host,
-        ipmi_ctx_errormsg(c->ctx));
+        fi.ctx_errormsg(c->ctx));
     dcmi_close(c);
     return ipmi_errno(errnum);
 }
 
-static int get_u(fiid_obj_t rs, const char *field, uint64_t *v)
+static int get_u(fi_obj_t rs, const char *field, uint64_t *v)
 {
-    return FIID_OBJ_GET(rs, field, v) > 0 ? 0 : -EBADMSG;
+    return fi.obj_get(rs, field, v) > 0 ? 0 : -EBADMSG;
 }
 
-static int decode(fiid_obj_t rs, struct dcmi_power *p)
+static int decode(fi_obj_t rs, struct dcmi_power *p)
 {
     uint64_t cur, min, max, avg, ts, period, state;
 
@@ -202,47 +279,46 @@ static int decode(fiid_obj_t rs, struct dcmi_power *p)
         .average_w = (double)avg,
         .period_ms = (uint32_t)period,
         .timestamp = (uint32_t)ts,
-        .active = state == IPMI_DCMI_POWER_READING_STATE_POWER_MEASUREMENT_ACTIVE,
+        .active = state == FI_DCMI_POWER_READING_STATE_POWER_MEASUREMENT_ACTIVE,
     };
     return 0;
 }
 
 /* A failed command: the completion code named when there is one. */
-static int command_failed(struct dcmi_conn *c, fiid_obj_t rs, char *why, size_t size)
+static int command_failed(struct dcmi_conn *c, fi_obj_t rs, char *why, size_t size)
 {
-    int errnum = ipmi_ctx_errnum(c->ctx);
-    char cc[IPMI_ERR_STR_MAX_LEN];
+    int errnum = fi.ctx_errnum(c->ctx);
+    char cc[FI_ERR_STR_MAX_LEN];
 
-    if (errnum == IPMI_ERR_BAD_COMPLETION_CODE &&
-        ipmi_completion_code_dcmi_strerror_cmd_r(rs, IPMI_NET_FN_GROUP_EXTENSION_RQ, cc,
-                                                 sizeof(cc)) == 0) {
+    if (errnum == FI_ERR_BAD_COMPLETION_CODE &&
+        fi.cc_strerror(rs, FI_NET_FN_GROUP_EXTENSION_RQ, cc, sizeof(cc)) == 0) {
         say(why, size, "%s: Get Power Reading: %s", c->name, cc);
         return -EOPNOTSUPP;
     }
-    if (errnum == IPMI_ERR_COMMAND_INVALID_OR_UNSUPPORTED) {
+    if (errnum == FI_ERR_COMMAND_INVALID_OR_UNSUPPORTED) {
         say(why, size, "%s: the BMC does not support DCMI Get Power Reading", c->name);
         return -EOPNOTSUPP;
     }
-    say(why, size, "%s: Get Power Reading: %s", c->name, ipmi_ctx_errormsg(c->ctx));
+    say(why, size, "%s: Get Power Reading: %s", c->name, fi.ctx_errormsg(c->ctx));
     return ipmi_errno(errnum);
 }
 
 int dcmi_power_read(struct dcmi_conn *c, struct dcmi_power *ret, char *why, size_t size)
 {
     struct dcmi_power p;
-    fiid_obj_t rs;
+    fi_obj_t rs;
     int r;
 
-    if (!(rs = fiid_obj_create(tmpl_cmd_dcmi_get_power_reading_rs))) {
+    if (!(rs = fi.obj_create(fi.tmpl_power_reading_rs))) {
         say(why, size, "%s: out of memory", c->name);
         return -ENOMEM;
     }
-    if (ipmi_cmd_dcmi_get_power_reading(
-            c->ctx, IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0, rs) < 0)
+    if (fi.cmd_get_power_reading(c->ctx, FI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0,
+                                 rs) < 0)
         r = command_failed(c, rs, why, size);
     else if ((r = decode(rs, &p)) < 0)
         say(why, size, "%s: Get Power Reading: the answer lacks a field", c->name);
-    fiid_obj_destroy(rs);
+    fi.obj_destroy(rs);
     if (r == 0)
         *ret = p;
     return r;
@@ -257,7 +333,7 @@ void dcmi_close(struct dcmi_conn *c)
 {
     if (!c)
         return;
-    ipmi_ctx_close(c->ctx);
-    ipmi_ctx_destroy(c->ctx);
+    fi.ctx_close(c->ctx);
+    fi.ctx_destroy(c->ctx);
     free(c);
 }

@@ -6,9 +6,11 @@
  * 127.0.0.1. Both faces run the same read. The BMC measures the whole
  * server at the wall.
  *
- * Built only with the fleet engines (-Dfleet: libfreeipmi found), as its
- * own library (sense_dcmi_dep), so that binaries which do not use it do
- * not map libfreeipmi. Not thread-safe per connection; dcmi_open_lan()
+ * libfreeipmi is not linked: the first open dlopen()s libfreeipmi.so.17
+ * (DCMI_ENV_LIBRARY names another file, for tests), so every build has
+ * this reader and a machine without the library only lacks the BMC
+ * source, with the reason "libfreeipmi.so.17 not found: install
+ * libfreeipmi17". Not thread-safe per connection; dcmi_open_lan()
  * initialises libgcrypt the first time, before threads are started. */
 #pragma once
 
@@ -39,6 +41,16 @@ struct dcmi_lan {
 };
 
 struct dcmi_conn;
+
+/* The library to load instead of libfreeipmi.so.17 (a path or soname). */
+#define DCMI_ENV_LIBRARY "WATT_FREEIPMI_LIBRARY"
+
+/* Load libfreeipmi once (the opens call it). Returns 0, or -ENOENT with
+ * "NAME not found: install libfreeipmi17" in WHY, -ENOSYS when a call is
+ * missing from it. */
+int dcmi_library_load(char *why, size_t size);
+/* The file dcmi_library_load() opens. */
+const char *dcmi_library_name(void);
 
 /* Open the in-band device. Returns 0, or -errno with a reason in WHY:
  * -ENOENT "no /dev/ipmi0 (load ipmi_si or ipmi_ssif)" when the kernel has

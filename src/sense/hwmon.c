@@ -318,6 +318,7 @@ static void fill_reading(struct power_reading *p, const struct hwmon_sensor *y)
     snprintf(p->domain, sizeof(p->domain), "%s/%s%u", y->chip,
              y->kind == HWMON_POWER ? "power" : "energy", y->index);
     snprintf(p->label, sizeof(p->label), "%s", y->label ? y->label : y->name ? y->name : "");
+    snprintf(p->chip, sizeof(p->chip), "%s", y->name ? y->name : "");
     p->scope = hwmon_scope(y);
 }
 

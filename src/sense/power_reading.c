@@ -12,7 +12,7 @@ struct power_reading *power_readings_add(struct power_readings *r)
     struct power_reading *p = &r->v[r->n++];
     memset(p, 0, sizeof(*p));
     p->package = -1;
-    p->joules = p->delta_j = p->watts = NAN;
+    p->joules = p->delta_j = p->watts = p->period = NAN;
     return p;
 }
 

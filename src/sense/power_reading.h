@@ -20,12 +20,15 @@ struct power_reading {
     char via[24];    /* "powercap", "perf", "sysfs" */
     char domain[64]; /* "package-0", "dram-1", "psys", "hwmon2/power1" */
     char label[64];  /* human text, "" when none */
+    char chip[24];   /* hwmon: the chip's name ("amdgpu", "amd_energy"), else "" */
     enum power_scope scope;
     int package;    /* package id for package/core/uncore/dram, else -1 */
     double joules;  /* cumulative energy in the later sample, NaN if not an energy counter */
     double delta_j; /* energy over the interval, NaN when unknown */
     double watts;   /* average power over the interval (or the sensor's own
                      * average for power sensors), NaN when unknown */
+    double period;  /* s: the meter's own averaging period (the BMC's DCMI
+                     * statistics period), NaN when not known */
     bool stuck;     /* an energy counter that did not advance over the interval
                      * while the CPUs were not all idle: delta_j and watts are
                      * NaN, not 0 (power_readings_mark_stuck()) */

@@ -20,6 +20,7 @@ struct latency_sample;
 struct clock_sample;
 struct cstate_pmu_sample;
 struct gpu_sample;
+struct dcmi_sample;
 
 /* Sentinel for an unsigned value that could not be read. */
 #define VAL_NONE UINT64_MAX
@@ -45,6 +46,8 @@ struct sample {
     struct clock_sample *clock;
     struct cstate_pmu_sample *cstate_pmu;
     struct gpu_sample *gpu; /* sense/gpu.h */
+    /* sense/dcmi.h: the BMC's wall power */
+    struct dcmi_sample *dcmi;
 };
 
 /* Add a diagnostic for a failed read of a kernel path. */

@@ -37,6 +37,7 @@ enum sampler_id {
     SAMPLER_CLOCK,
     SAMPLER_CSTATE_PMU,
     SAMPLER_GPU, /* after SAMPLER_HWMON: takes the GPU chips' readings from it */
+    SAMPLER_DCMI,
     _SAMPLER_MAX,
 };
 

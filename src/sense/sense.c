@@ -9,6 +9,7 @@
 #include "sense/cpufreq.h"
 #include "sense/cpuidle.h"
 #include "sense/cstate_pmu.h"
+#include "sense/dcmi.h"
 #include "sense/devices.h"
 #include "sense/gpu.h"
 #include "sense/hwmon.h"
@@ -23,7 +24,7 @@ const struct sampler *const sampler_table[_SAMPLER_MAX] = {
     [SAMPLER_HWMON] = &hwmon_sampler,       [SAMPLER_IRQ] = &irq_sampler,
     [SAMPLER_DEVICES] = &devices_sampler,   [SAMPLER_LATENCY] = &latency_sampler,
     [SAMPLER_CLOCK] = &clock_sampler,       [SAMPLER_CSTATE_PMU] = &cstate_pmu_sampler,
-    [SAMPLER_GPU] = &gpu_sampler,
+    [SAMPLER_GPU] = &gpu_sampler,           [SAMPLER_DCMI] = &dcmi_sampler,
 };
 
 void sample_diag_read(struct sample *s, struct host *h, enum host_dir d, const char *path, int err)

@@ -12,11 +12,11 @@
 #include "sense/clock.h"
 
 const struct report_section *const report_sections[] = {
-    &report_section_host,        &report_section_power,      &report_section_memory,
-    &report_section_gpus,        &report_section_cstates,    &report_section_frequency,
-    &report_section_utilisation, &report_section_interrupts, &report_section_wakeups,
-    &report_section_devices,     &report_section_latency,    &report_section_tsc,
-    &report_section_advice,
+    &report_section_host,      &report_section_power,       &report_section_reconcile,
+    &report_section_memory,    &report_section_gpus,        &report_section_cstates,
+    &report_section_frequency, &report_section_utilisation, &report_section_interrupts,
+    &report_section_wakeups,   &report_section_devices,     &report_section_latency,
+    &report_section_tsc,       &report_section_advice,
 };
 const size_t report_nsections = ARRAY_SIZE(report_sections);
 

@@ -60,6 +60,7 @@ struct report_section {
 /* Sections, in report order; each in its own report_*.c. */
 extern const struct report_section report_section_host;
 extern const struct report_section report_section_power;
+extern const struct report_section report_section_reconcile;
 extern const struct report_section report_section_memory;
 extern const struct report_section report_section_gpus;
 extern const struct report_section report_section_cstates;

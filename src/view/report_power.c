@@ -14,6 +14,7 @@
 #include "model/fit.h"
 #include "sense/clock.h"
 #include "sense/cpufreq.h"
+#include "sense/dcmi.h"
 #include "sense/gpu.h"
 #include "sense/hwmon.h"
 #include "sense/procstat.h"
@@ -70,6 +71,8 @@ void report_power_build(const struct report_ctx *c, const struct power_model *m,
         drop_gpu_chips(&r, c->cur->gpu);
         gpu_power(a->gpu, b ? b->gpu : NULL, c->interval_s, &r, c->diags);
     }
+    if (c->cur->dcmi)
+        dcmi_power(a->dcmi, b ? b->dcmi : NULL, &r, c->diags);
     double busy = b ? procstat_busy_cpus(a->procstat, b->procstat) : NAN;
     double ghz = cpufreq_mean_busy_ghz(b ? a->cpufreq : NULL, c->cur->cpufreq);
     unsigned cores = cpuset_count(&c->cur->topo.online);
@@ -128,6 +131,8 @@ static void channel_json(const struct power_reading *p, struct json *j)
     json_kv_double(j, "delta_j", p->delta_j);
     json_kv_double(j, "watts", p->watts);
     json_kv_string(j, "absent", p->stuck ? "the counter did not advance" : NULL);
+    if (!isnan(p->period))
+        json_kv_double(j, "period_s", p->period);
     json_object_end(j);
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """src/sense/dcmi_power.c through its test face (dcmi_read.c):
 
+- libfreeipmi absent (WATT_FREEIPMI_LIBRARY names a missing file): the
+  reason "... not found: install libfreeipmi17", in-band and LAN;
 - in-band, on a machine without an IPMI device: the open fails with the
   reason "no /dev/ipmi0 (load ipmi_si or ipmi_ssif ...)"; skipped where
   /dev/ipmi0 exists;
@@ -22,8 +24,8 @@ RUN = os.path.join(KIT, "run.sh")
 READ = os.environ["WATT_DCMI_READ"]
 
 
-def dcmi_read(*args):
-    p = subprocess.run([READ, *args], capture_output=True, text=True, timeout=60)
+def dcmi_read(*args, env=None):
+    p = subprocess.run([READ, *args], capture_output=True, text=True, timeout=60, env=env)
     vals = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
     return p.returncode, vals, p.stderr
 
@@ -36,6 +38,17 @@ def check_inband():
     assert rc == 1 and not vals, (rc, vals, err)
     assert "in-band: no /dev/ipmi0 (load ipmi_si or ipmi_ssif" in err, err
     print("ok - in-band open without /dev/ipmi0:", err.strip())
+
+
+def check_library_absent():
+    """libfreeipmi is dlopen()ed: a machine without it gets the reason."""
+    env = dict(os.environ, WATT_FREEIPMI_LIBRARY="/nonexistent/libfreeipmi.so.17")
+    for args in (["inband"], ["lan", "127.0.0.1:9", "admin", "secret"]):
+        rc, vals, err = dcmi_read(*args, env=env)
+        assert rc == 1 and not vals, (rc, vals, err)
+        assert ("/nonexistent/libfreeipmi.so.17 not found: install libfreeipmi17"
+                in err), err
+    print("ok - libfreeipmi absent:", err.strip())
 
 
 def free_udp_port():
@@ -80,6 +93,7 @@ def check_lan(work, port):
 
 
 def main():
+    check_library_absent()
     check_inband()
     missing = [t for t in ("ipmi_sim", "ipmitool") if not shutil.which(t)]
     if not shutil.which(os.environ.get("CC", "gcc")):

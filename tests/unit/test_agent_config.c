@@ -52,7 +52,9 @@ static void test_parse_good(void **state)
                                         "max_connections = 8\ntimeout_s = 3\n"
                                         "max_connections_per_client = 2\nheader_timeout_s = 7\n"
                                         "wakeups = proc\ncgroups = 0\n"
-                                        "fleet_metrics = /run/watt/fleet.prom\n",
+                                        "fleet_metrics = /run/watt/fleet.prom\n"
+                                        "bmc = 10.0.0.5:623\nbmc_user = watt\n"
+                                        "bmc_password_file = /etc/watt/bmc.password\n",
                                         "a.ini", &c, &err),
                      0);
     assert_string_equal(c.listen_host, "0.0.0.0");
@@ -68,6 +70,9 @@ static void test_parse_good(void **state)
     assert_int_equal(c.wakeups, AGENT_WAKEUPS_PROC);
     assert_int_equal(c.cgroups, 0);
     assert_string_equal(c.fleet_metrics, "/run/watt/fleet.prom");
+    assert_string_equal(c.bmc, "10.0.0.5:623");
+    assert_string_equal(c.bmc_user, "watt");
+    assert_string_equal(c.bmc_password_file, "/etc/watt/bmc.password");
     agent_config_free(&c);
 }
 
@@ -338,6 +343,9 @@ static void test_example(void **state)
     assert_null(c.tls_key);
     assert_null(c.auth_user);
     assert_null(c.auth_password_file);
+    assert_null(c.bmc);
+    assert_null(c.bmc_user);
+    assert_null(c.bmc_password_file);
     assert_int_equal(c.insecure, d.insecure);
     assert_null(c.profile);
     assert_null(c.config_dir);
