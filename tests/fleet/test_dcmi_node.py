@@ -170,8 +170,11 @@ def check_agent(work, port, pwfile):
     # The agent reads a recorded root again and again: the i915 and xe
     # energy counters do not move after the second read (a stuck counter
     # gives no rate, so no remainder). Keep amdgpu's power sensor alone.
+    # The GPU sampler finds them through their DRM cards: drop those too.
     for chip in ("hwmon1", "hwmon2"):
         os.unlink(os.path.join(root, "sys", "class", "hwmon", chip))
+    for card in ("card1", "card2", "renderD129", "renderD130"):
+        os.unlink(os.path.join(root, "sys", "class", "drm", card))
     ini = os.path.join(work, "agent.ini")
     with open(ini, "w") as f:
         f.write(f"[agent]\nbmc = 127.0.0.1:{port}\nbmc_user = admin\n"
