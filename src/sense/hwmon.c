@@ -157,6 +157,24 @@ static struct hwmon_sensor *sensor_for(struct hwmon_sample *hs, size_t *cap, siz
     return x;
 }
 
+/* Whether the chip's device is runtime-suspended now
+ * (Documentation/power/runtime_pm.rst: power/runtime_status). Reading
+ * that file does not resume the device; reading a sensor may: i915 and xe
+ * take a runtime-PM reference for every energy or power read, and amdgpu
+ * before 6.x resumed the GPU, so an agent sampling every second would keep
+ * a discrete GPU from ever suspending. A device without runtime PM, or
+ * whose status cannot be read, counts as awake. */
+static bool chip_suspended(struct host *h, const char *chip)
+{
+    char path[192];
+    snprintf(path, sizeof(path), HWMON "/%s/device/power/runtime_status", chip);
+    _cleanup_free_ char *v = NULL;
+    enum host_cache_mode m = host_cache_mode(h, HOST_CACHE_DYNAMIC);
+    int r = host_read_str(h, HOST_SYS, path, &v);
+    host_cache_mode(h, m);
+    return r >= 0 && streq(v, "suspended");
+}
+
 static void read_field(struct host *h, struct sample *s, const char *dir, const char *file,
                        const struct hwmon_attr *a, struct hwmon_sensor *x)
 {
@@ -220,11 +238,15 @@ static void collect_chip(struct host *h, struct sample *s, struct hwmon_sample *
         return;
     }
     size_t first = hs->n;
+    bool asleep = chip_suspended(h, chip);
     for (size_t i = 0; i < n; i++) {
         struct hwmon_attr a;
         if (hwmon_parse_attr(names[i], strlen(names[i]), &a) < 0)
             continue;
-        read_field(h, s, dir, names[i], &a, sensor_for(hs, cap, first, chip, &a));
+        struct hwmon_sensor *x = sensor_for(hs, cap, first, chip, &a);
+        x->suspended = asleep;
+        if (!asleep || a.field == HWMON_LABEL)
+            read_field(h, s, dir, names[i], &a, x);
     }
     host_free_list(names, n);
     if (hs->n == first)
@@ -331,6 +353,12 @@ static void energy_delta(const struct hwmon_sensor *x, const struct hwmon_sensor
         diags_add(d, where, 0, "no energy: the sensor is not in the earlier sample");
         return;
     }
+    if (x->suspended) {
+        diags_add(d, where, 0,
+                  "no energy over the interval: its device was runtime-suspended at the start, "
+                  "so the counter was not read");
+        return;
+    }
     if (x->input == VAL_NONE || y->input == VAL_NONE)
         return; /* the failed read is in the sample's diags */
     if (y->input < x->input) {
@@ -354,6 +382,14 @@ int hwmon_power(const struct hwmon_sample *a, const struct hwmon_sample *b, doub
         const struct hwmon_sensor *y = &cur->v[i];
         struct power_reading *p = power_readings_add(out);
         fill_reading(p, y);
+        if (y->suspended) {
+            char where[96];
+            snprintf(where, sizeof(where), "hwmon %s", p->domain);
+            diags_add(d, where, 0,
+                      "not read: its device is runtime-suspended, and reading the sensor "
+                      "would wake it");
+            continue;
+        }
         if (y->kind == HWMON_POWER) {
             uint64_t uw = y->average_uw != VAL_NONE ? y->average_uw : y->input;
             if (uw != VAL_NONE)

@@ -46,6 +46,9 @@ struct hwmon_sensor {
     uint64_t average_interval_ms;
     uint64_t cap_uw;
     int is_battery; /* 0/1; -1 when absent */
+    bool suspended; /* the chip's device was runtime-suspended: its readings were
+                     * not read, since reading may wake it (i915 and xe take a
+                     * runtime-PM reference per read; older amdgpu resumes) */
 };
 
 struct hwmon_sample {

@@ -297,13 +297,61 @@ static void test_node_exporter(void **state)
     host_close(h);
 }
 
+/* a chip whose device is runtime-suspended is listed but not read (a read
+ * would wake it), said in the readings; awake again, it is read */
+static void test_suspended_device(void **state)
+{
+    (void)state;
+    char *root = tree_new();
+    tree_write(root, "sys/devices/pci0000:00/0000:03:00.0/hwmon/hwmon0/name", "i915\n");
+    tree_write(root, "sys/devices/pci0000:00/0000:03:00.0/hwmon/hwmon0/energy1_input", "5000000\n");
+    tree_write(root, "sys/devices/pci0000:00/0000:03:00.0/hwmon/hwmon0/power1_max", "150000000\n");
+    tree_symlink(root, "sys/devices/pci0000:00/0000:03:00.0/hwmon/hwmon0/device",
+                 "../../../0000:03:00.0");
+    tree_write(root, "sys/devices/pci0000:00/0000:03:00.0/power/runtime_status", "suspended\n");
+    tree_symlink(root, HW "hwmon0", "../../devices/pci0000:00/0000:03:00.0/hwmon/hwmon0");
+    struct host *h;
+    assert_int_equal(host_open(root, &h), 0);
+    struct sample *a = take(h);
+    assert_int_equal(a->diags.n, 0);
+    const struct hwmon_sensor *e = hwmon_find(a->hwmon, "hwmon0", HWMON_ENERGY, 1);
+    assert_non_null(e);
+    assert_true(e->suspended);
+    assert_int_equal(e->input, VAL_NONE);
+    struct power_readings r = {0};
+    struct diags d = {0};
+    assert_int_equal(hwmon_power(a->hwmon, NULL, 0, &r, &d), 1);
+    assert_true(isnan(r.v[0].joules) && isnan(r.v[0].watts));
+    assert_true(has_diag(&d, "hwmon0/energy1", 0));
+    assert_non_null(strstr(d.v[0].what, "runtime-suspended"));
+    power_readings_free(&r);
+    diags_free(&d);
+    /* awake: read; the interval from a suspended start has no energy, said */
+    tree_write(root, "sys/devices/pci0000:00/0000:03:00.0/power/runtime_status", "active\n");
+    struct sample *b = take(h);
+    e = hwmon_find(b->hwmon, "hwmon0", HWMON_ENERGY, 1);
+    assert_false(e->suspended);
+    assert_int_equal(e->input, 5000000);
+    d = (struct diags){0};
+    hwmon_power(a->hwmon, b->hwmon, 1.0, &r, &d);
+    assert_true(isnan(r.v[0].delta_j));
+    assert_true(r.v[0].joules == 5.0);
+    assert_true(has_diag(&d, "hwmon0/energy1", 0));
+    power_readings_free(&r);
+    diags_free(&d);
+    sample_free(a);
+    sample_free(b);
+    host_close(h);
+    tree_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_attr),    cmocka_unit_test(test_read_server),
         cmocka_unit_test(test_two_samples),   cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_sensor_gone),   cmocka_unit_test(test_scope),
-        cmocka_unit_test(test_node_exporter),
+        cmocka_unit_test(test_node_exporter), cmocka_unit_test(test_suspended_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
