@@ -191,7 +191,7 @@ agreed=(/usr/bin/watt /usr/libexec/watt/watt-fleet
     /usr/share/watt/models/vm-vcpu.ini /usr/share/watt/planetlab/20110303
     /usr/share/doc/watt/examples/agent.ini.example /usr/share/doc/watt/examples/fleet.ini.example
     /usr/share/bash-completion/completions/watt /usr/share/zsh/vendor-completions/_watt)
-for m in watt watt-report watt-top watt-snapshot watt-fleet watt-agent watt-ctl watt-tune watt-restore; do
+for m in watt watt-report watt-top watt-snapshot watt-fleet watt-agent watt-ctl watt-tune watt-restore watt-model; do
     agreed+=("/usr/share/man/man1/$m.1.gz")
 done
 for m in watt-profiles watt-agent.ini fleet.ini; do agreed+=("/usr/share/man/man5/$m.5.gz"); done
